@@ -1,0 +1,25 @@
+"""Which tenant a proxy request belongs to.
+
+A tenant is a Swift account.  Requests that do not address an account
+(``/info``, ``/auth/...``, ``/healthcheck``, ``/crossdomain.xml``), requests
+with an API version Swift does not serve, and requests to reserved (``\\x00``)
+or system (``.``-prefixed: ``.expiring_objects``, ``.shards_*``...) accounts
+have no tenant: Mass leaves them alone.
+"""
+
+from swift.common.constraints import AUTO_CREATE_ACCOUNT_PREFIX, \
+    valid_api_version
+from swift.common.utils import RESERVED_STR, split_path
+
+
+def tenant_of(path):
+    """The account named by a WSGI ``PATH_INFO``, or None."""
+    try:
+        version, account, _rest = split_path(path, 2, 3, True)
+    except ValueError:
+        return None
+    if not valid_api_version(version):
+        return None
+    if account.startswith((RESERVED_STR, AUTO_CREATE_ACCOUNT_PREFIX)):
+        return None
+    return account

@@ -1,0 +1,23 @@
+from importlib.metadata import entry_points
+
+from paste.deploy import loadwsgi
+
+
+def test_paste_entry_points_resolve():
+    eps = {ep.name: ep for ep in
+           entry_points(group='paste.filter_factory')
+           if ep.value.startswith('swift_mass.')}
+    assert set(eps) == {'mass', 'mass_queue'}
+    from swift_mass.middleware import object as object_mw, proxy
+    assert eps['mass'].load() is proxy.filter_factory
+    assert eps['mass_queue'].load() is object_mw.filter_factory
+
+
+def test_egg_uris_load_through_paste(tmp_path):
+    conf = tmp_path / 'p.conf'
+    conf.write_text(
+        '[filter:mass]\nuse = egg:swift_mass#mass\ndefault_priority = 6\n'
+        '[filter:mass_queue]\nuse = egg:swift_mass#mass_queue\n')
+    for name in ('mass', 'mass_queue'):
+        factory = loadwsgi.loadfilter('config:%s' % conf, name=name)
+        assert callable(factory)
