@@ -42,7 +42,8 @@ class MassQueueMiddleware(object):
 
     def __init__(self, app, conf, logger=None):
         self.app = app
-        self.logger = logger or get_logger(conf, log_route='mass_queue')
+        self.logger = logger or get_logger(
+            conf, log_route='mass_queue', statsd_tail_prefix='mass_queue')
         self.default_priority = int_option(
             conf, SECTION, 'default_priority', tags.DEFAULT_PRIORITY,
             tags.PRIORITY_MIN, tags.PRIORITY_MAX)

@@ -51,7 +51,8 @@ class MassMiddleware(object):
 
     def __init__(self, app, conf, logger=None):
         self.app = app
-        self.logger = logger or get_logger(conf, log_route='mass')
+        self.logger = logger or get_logger(
+            conf, log_route='mass', statsd_tail_prefix='mass')
         self.default_priority = int_option(
             conf, SECTION, 'default_priority', tags.DEFAULT_PRIORITY,
             tags.PRIORITY_MIN, tags.PRIORITY_MAX)

@@ -1,0 +1,71 @@
+"""Fixtures for tests against the SAIO that tools/saio sets up.
+
+The session fixture starts the SAIO (``tools/saio start``) when it is not
+already answering, so ``pytest tests/functional`` works on a machine where
+``tools/saio setup`` has run.
+"""
+import os
+import subprocess
+
+import pytest
+import requests
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+SAIO = os.path.join(ROOT, 'tools', 'saio')
+PROXY = 'http://127.0.0.1:8080'
+
+
+def saio(*args, check=True):
+    return subprocess.run([SAIO] + list(args), check=check,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
+
+
+@pytest.fixture(scope='session')
+def cluster():
+    if saio('status', check=False).returncode != 0:
+        result = saio('start', check=False)
+        if result.returncode != 0:
+            pytest.fail('tools/saio start failed:\n' + result.stdout)
+    return PROXY
+
+
+class Tenant(object):
+    """An authenticated tempauth user and its storage URL."""
+
+    def __init__(self, user, key):
+        resp = requests.get(PROXY + '/auth/v1.0', headers={
+            'X-Auth-User': user, 'X-Auth-Key': key}, timeout=10)
+        resp.raise_for_status()
+        self.url = resp.headers['X-Storage-Url']
+        self.token = resp.headers['X-Auth-Token']
+        self.account = self.url.rsplit('/', 1)[1]
+
+    def request(self, method, path='', headers=None, **kwargs):
+        headers = dict(headers or {}, **{'X-Auth-Token': self.token})
+        kwargs.setdefault('timeout', 20)
+        return requests.request(method, self.url + path, headers=headers,
+                                **kwargs)
+
+
+@pytest.fixture(scope='session')
+def tenant(cluster):
+    return Tenant('test:tester', 'testing')
+
+
+@pytest.fixture(scope='session')
+def tenant2(cluster):
+    return Tenant('test2:tester2', 'testing2')
+
+
+@pytest.fixture
+def container(tenant, request):
+    name = 'mass-func-%s-%s' % (request.node.name[:40], os.urandom(4).hex())
+    name = ''.join(c if c.isalnum() or c in '-_' else '_' for c in name)
+    assert tenant.request('PUT', '/' + name).status_code in (201, 202)
+    yield name
+    listing = tenant.request('GET', '/' + name, params={'format': 'json'})
+    for obj in listing.json() if listing.status_code == 200 else []:
+        tenant.request('DELETE', '/%s/%s' % (name, obj['name']))
+    tenant.request('DELETE', '/' + name)

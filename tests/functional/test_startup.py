@@ -1,0 +1,34 @@
+"""A bad Mass option stops a real Swift server at start-up, with a message
+that names the option and the allowed values."""
+import configparser
+import subprocess
+
+import pytest
+
+
+def start_with(conf_path, section, option, value, tmp_path, port):
+    conf = configparser.RawConfigParser()
+    conf.optionxform = str
+    conf.read(conf_path)
+    conf['DEFAULT']['bind_port'] = str(port)
+    conf[section][option] = value
+    path = tmp_path / 'server.conf'
+    with open(path, 'w') as fp:
+        conf.write(fp)
+    return path
+
+
+@pytest.mark.parametrize('server, conf_path, section, option, port', [
+    ('swift-proxy-server', '/etc/swift/proxy-server.conf', 'filter:mass',
+     'default_priority', 8099),
+    ('swift-object-server', '/etc/swift/object-server/1.conf',
+     'filter:mass_queue', 'background_priority', 6299),
+])
+def test_bad_option_stops_startup(cluster, tmp_path, server, conf_path,
+                                  section, option, port):
+    path = start_with(conf_path, section, option, 'high', tmp_path, port)
+    proc = subprocess.run([server, str(path)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "[%s] %s = 'high' is not valid; allowed: an integer from 0 " \
+        "to 9" % (section, option) in proc.stdout, proc.stdout
