@@ -32,4 +32,3 @@ def int_option(conf, section, option, default, minimum=None, maximum=None):
             (maximum is not None and value > maximum)):
         raise _bad(section, option, raw, allowed)
     return value
-
