@@ -1,0 +1,154 @@
+"""What Mass counts about each tenant, over a sliding window.
+
+Plain Python, no Swift.  A request becomes a handful of integer counters
+(:func:`request_counts`); a worker adds them to the current time bucket of
+its tenant (:class:`Window`) and periodically hands the deltas to the
+shared store, where all workers' buckets add up; :func:`figures` turns a
+tenant's buckets back into the numbers the classifier and the operator
+read.  Everything is an integer sum, so buckets from any number of workers
+merge by addition, and latency percentiles come from fixed histograms
+rather than samples.
+
+Counter names (fields of a bucket):
+
+    ops.<OP>        requests, OP in GET HEAD PUT POST DELETE COPY OTHER
+    err.<OP>        of those, answered with a 5xx
+    lat_ms.<OP>     sum of their latencies, in milliseconds
+    lat.<OP>.<ms>   latency histogram: requests that took <= ms (last: inf)
+    bytes_in        request bytes received from clients
+    bytes_out       response bytes sent to clients
+    size.<bytes>    object size histogram of GET and PUT bodies
+"""
+import bisect
+import collections
+import math
+import time
+
+READ_OPS = ('GET', 'HEAD')
+WRITE_OPS = ('PUT', 'POST', 'DELETE', 'COPY')
+OPS = READ_OPS + WRITE_OPS + ('OTHER',)
+
+LATENCY_BOUNDS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000,
+                     10000, 30000)
+SIZE_BOUNDS = (4096, 65536, 1048576, 16777216, 268435456)
+INF = 'inf'
+
+
+def _bucket_label(bounds, value):
+    i = bisect.bisect_left(bounds, value)
+    return str(bounds[i]) if i < len(bounds) else INF
+
+
+def counted(status, is_subrequest):
+    """Whether a finished request counts towards its tenant's workload.
+
+    Subrequests (of slo, dlo, copy, versioning...) are the effect of a
+    request already counted.  401 and 403 never count: otherwise anyone
+    could push another tenant's class with requests it refuses.  Other 4xx
+    answers (400, 405, 411, 412, 413, 416...) are decided without the
+    tenant's data doing any work, except 404 and 409, which the storage
+    servers answered.
+    """
+    if is_subrequest:
+        return False
+    if 400 <= status < 500:
+        return status in (404, 409)
+    return True
+
+
+def request_counts(method, status, bytes_in, bytes_out, latency,
+                   object_size=None):
+    """The counter deltas of one finished request (latency in seconds)."""
+    op = method if method in OPS else 'OTHER'
+    ms = int(round(latency * 1000.0))
+    counts = {
+        'ops.' + op: 1,
+        'lat_ms.' + op: ms,
+        'lat.%s.%s' % (op, _bucket_label(LATENCY_BOUNDS_MS, ms)): 1,
+    }
+    if status >= 500:
+        counts['err.' + op] = 1
+    if bytes_in:
+        counts['bytes_in'] = bytes_in
+    if bytes_out:
+        counts['bytes_out'] = bytes_out
+    if object_size is not None:
+        counts['size.' + _bucket_label(SIZE_BOUNDS, object_size)] = 1
+    return counts
+
+
+class Window(object):
+    """A worker's not-yet-flushed counters, per tenant and time bucket."""
+
+    def __init__(self, bucket_seconds=5, clock=time.time):
+        self.bucket_seconds = int(bucket_seconds)
+        self.clock = clock
+        self._pending = collections.defaultdict(collections.Counter)
+
+    def bucket_of(self, when):
+        return int(when) // self.bucket_seconds * self.bucket_seconds
+
+    def record(self, tenant, counts):
+        self._pending[(tenant, self.bucket_of(self.clock()))].update(counts)
+
+    def drain(self):
+        """Hand over and forget the pending deltas:
+        ``{(tenant, bucket): {field: delta}}``."""
+        pending, self._pending = self._pending, collections.defaultdict(
+            collections.Counter)
+        return {key: dict(counts) for key, counts in pending.items()}
+
+    def __len__(self):
+        return len(self._pending)
+
+
+def window_buckets(now, window_seconds, bucket_seconds):
+    """The first bucket of the window that ends at `now`."""
+    first = int(now) - int(window_seconds) + int(bucket_seconds)
+    return first // int(bucket_seconds) * int(bucket_seconds)
+
+
+Figures = collections.namedtuple('Figures', [
+    'reads', 'writes', 'ops', 'errors', 'bytes_in', 'bytes_out',
+    'mean_latency_ms', 'p99_latency_ms', 'sizes'])
+
+
+def _percentile(histogram, fraction):
+    """Upper bound (ms) of the histogram bucket holding the given fraction
+    of the requests; math.inf if it lies in the last, open bucket."""
+    total = sum(histogram.values())
+    if not total:
+        return None
+    need = math.ceil(total * fraction)
+    seen = 0
+    for bound in LATENCY_BOUNDS_MS:
+        seen += histogram.get(str(bound), 0)
+        if seen >= need:
+            return bound
+    return math.inf
+
+
+def figures(buckets):
+    """Sum a tenant's buckets (an iterable of field dicts) into Figures."""
+    total = collections.Counter()
+    for bucket in buckets:
+        total.update(bucket)
+    ops = {op: total['ops.' + op] for op in OPS if total['ops.' + op]}
+    mean, p99 = {}, {}
+    for op, n in ops.items():
+        mean[op] = total['lat_ms.' + op] / float(n)
+        prefix = 'lat.%s.' % op
+        p99[op] = _percentile(
+            {k[len(prefix):]: v for k, v in total.items()
+             if k.startswith(prefix)}, 0.99)
+    return Figures(
+        reads=sum(ops.get(op, 0) for op in READ_OPS),
+        writes=sum(ops.get(op, 0) for op in WRITE_OPS),
+        ops=ops,
+        errors={op: total['err.' + op] for op in OPS if total['err.' + op]},
+        bytes_in=total['bytes_in'],
+        bytes_out=total['bytes_out'],
+        mean_latency_ms=mean,
+        p99_latency_ms=p99,
+        sizes={k[5:]: v for k, v in total.items() if k.startswith('size.')},
+    )
