@@ -32,3 +32,50 @@ def int_option(conf, section, option, default, minimum=None, maximum=None):
             (maximum is not None and value > maximum)):
         raise _bad(section, option, raw, allowed)
     return value
+
+
+def float_option(conf, section, option, default, minimum=None,
+                 maximum=None):
+    """Read a number option and check it lies in [minimum, maximum]."""
+    raw = conf.get(option, default)
+    if minimum is not None and maximum is not None:
+        allowed = 'a number from %g to %g' % (minimum, maximum)
+    elif minimum is not None:
+        allowed = 'a number >= %g' % minimum
+    else:
+        allowed = 'a number'
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        raise _bad(section, option, raw, allowed)
+    if value != value or ((minimum is not None and value < minimum) or
+                          (maximum is not None and value > maximum)):
+        raise _bad(section, option, raw, allowed)
+    return value
+
+
+_TRUE = ('true', '1', 'yes', 'on', 't', 'y')
+_FALSE = ('false', '0', 'no', 'off', 'f', 'n')
+
+
+def bool_option(conf, section, option, default):
+    """Read a boolean option; unlike swift's config_true_value, a typo such
+    as ``ture`` is an error instead of silently meaning false."""
+    raw = conf.get(option, default)
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise _bad(section, option, raw, 'one of ' + ', '.join(_TRUE + _FALSE))
+
+
+def choice_option(conf, section, option, default, choices):
+    """Read an option that must be one of `choices`."""
+    raw = conf.get(option, default)
+    value = str(raw).strip().lower()
+    if value not in choices:
+        raise _bad(section, option, raw, 'one of ' + ', '.join(choices))
+    return value

@@ -11,10 +11,12 @@ urgent); a larger number is served first.
 
 TENANT_HEADER = 'X-Backend-Mass-Tenant'
 PRIORITY_HEADER = 'X-Backend-Mass-Priority'
+CLASS_HEADER = 'X-Backend-Mass-Class'
 
 # WSGI environ keys for the same facts, for middlewares further right.
 ENV_TENANT = 'mass.tenant'
 ENV_PRIORITY = 'mass.priority'
+ENV_POLICY = 'mass.policy'
 
 PRIORITY_MIN = 0
 PRIORITY_MAX = 9

@@ -23,3 +23,13 @@ def tenant_of(path):
     if account.startswith((RESERVED_STR, AUTO_CREATE_ACCOUNT_PREFIX)):
         return None
     return account
+
+
+def object_of(path):
+    """Whether a WSGI ``PATH_INFO`` names an object (not an account or a
+    container)."""
+    try:
+        split_path(path, 4, 4, True)
+    except ValueError:
+        return False
+    return True

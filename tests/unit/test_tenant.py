@@ -1,6 +1,6 @@
 import pytest
 
-from swift_mass.tenant import tenant_of
+from swift_mass.tenant import object_of, tenant_of
 
 
 @pytest.mark.parametrize('path, tenant', [
@@ -33,3 +33,12 @@ def test_account_paths_have_a_tenant(path, tenant):
 ])
 def test_non_tenant_paths(path):
     assert tenant_of(path) is None
+
+
+@pytest.mark.parametrize('path, expected', [
+    ('/v1/a/c/o', True), ('/v1/a/c/o/with/slashes', True),
+    ('/v1/a/c', False), ('/v1/a/c/', False), ('/v1/a', False),
+    ('/info', False), ('', False),
+])
+def test_object_of(path, expected):
+    assert object_of(path) is expected
