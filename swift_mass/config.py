@@ -4,6 +4,7 @@ Every parser raises :class:`ConfigError` whose message names the option, the
 value it was given and what is allowed, so that a bad ``[filter:mass]`` line
 stops the server with a sentence an operator can act on.
 """
+from swift.common.storage_policy import POLICIES
 
 
 class ConfigError(ValueError):
@@ -79,3 +80,47 @@ def choice_option(conf, section, option, default, choices):
     if value not in choices:
         raise _bad(section, option, raw, 'one of ' + ', '.join(choices))
     return value
+
+
+def substore_option(conf, section, option):
+    """A storage policy name from swift.conf ('' = the default policy)."""
+    name = str(conf.get(option, '')).strip()
+    if not name:
+        return ''
+    policy = POLICIES.get_by_name(name)
+    if policy is None or policy.is_deprecated:
+        names = sorted(p.name for p in POLICIES if not p.is_deprecated)
+        raise ConfigError(
+            '[%s] %s = %r is not valid; allowed: a storage policy of '
+            'swift.conf that is not deprecated (%s), or empty for the '
+            'default policy' % (section, option, name, ', '.join(names)))
+    return policy.name
+
+
+def control_settings(conf, section):
+    """The control loop's settings (swift_mass.controller.Settings)."""
+    from swift_mass import classify, controller
+    thresholds = classify.Thresholds(
+        read_share=float_option(conf, section, 'read_share', 0.8, 0.0, 1.0),
+        write_share=float_option(conf, section, 'write_share', 0.2, 0.0,
+                                 1.0),
+        min_requests=int_option(conf, section, 'min_requests', 50, 1),
+        hysteresis=float_option(conf, section, 'hysteresis', 0.05, 0.0,
+                                0.5))
+    try:
+        classify.check_thresholds(thresholds)
+    except ValueError as err:
+        raise ConfigError('[%s] read_share, write_share, hysteresis: %s'
+                          % (section, err))
+    rings, methods = {}, {}
+    for cls in classify.CLASSES:
+        rings[cls] = substore_option(conf, section, '%s_substore' % cls)
+        methods[cls] = choice_option(
+            conf, section, '%s_method' % cls,
+            controller.DEFAULT_METHODS[cls], controller.METHODS)
+    return controller.Settings(
+        thresholds=thresholds, rings=rings, methods=methods,
+        window=int_option(conf, section, 'window_seconds', 60, 10),
+        margin=float_option(conf, section, 'validation_margin', 0.2, 0.0,
+                            10.0),
+        holdoff=int_option(conf, section, 'holdoff_seconds', 600, 0))

@@ -77,8 +77,8 @@ def new_entry(cls, settings, now, reason):
 
 def decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
            pin=None):
-    """The tenant's new table entry and a list of reasons (empty when
-    nothing changed).
+    """The tenant's new table entry (None: the tenant has none) and a
+    list of reasons (empty when nothing changed).
 
     previous: the tenant's entry or None; figures: monitor.Figures over the
     window; pin: {'class': ...} (optionally 'ring', 'method') or None.
@@ -103,6 +103,9 @@ def decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
                             settings.thresholds)
     share = classify.read_share(figures.reads, figures.writes)
     if cls == classify.UNKNOWN:
+        if previous and previous.get('pinned'):
+            return None, ['%s: unpinned; too few requests to classify' %
+                          tenant]
         return previous, []
 
     if previous is None or previous.get('pinned') or \

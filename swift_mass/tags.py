@@ -8,6 +8,7 @@ where ``mass_queue`` reads them.
 Priorities are integers from PRIORITY_MIN (background) to PRIORITY_MAX (most
 urgent); a larger number is served first.
 """
+from swift_mass.classify import CLASSES  # noqa: F401 (the class tag values)
 
 TENANT_HEADER = 'X-Backend-Mass-Tenant'
 PRIORITY_HEADER = 'X-Backend-Mass-Priority'
@@ -17,6 +18,7 @@ CLASS_HEADER = 'X-Backend-Mass-Class'
 ENV_TENANT = 'mass.tenant'
 ENV_PRIORITY = 'mass.priority'
 ENV_POLICY = 'mass.policy'
+ENV_CLASS = 'mass.class'
 
 PRIORITY_MIN = 0
 PRIORITY_MAX = 9

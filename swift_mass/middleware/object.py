@@ -2,14 +2,16 @@
 ``mass_queue``: the storage-node half of Mass.
 
 Reads the priority the proxy filter ``mass`` put on a backend request
-(``X-Backend-Mass-Priority``) and the tenant (``X-Backend-Mass-Tenant``),
-and records them in the WSGI environ (``mass.priority``, ``mass.tenant``)
-for the object server.  A missing or malformed priority gets
+(``X-Backend-Mass-Priority``), the tenant (``X-Backend-Mass-Tenant``) and
+its workload class (``X-Backend-Mass-Class``: read, write or mixed), and
+records them in the WSGI environ (``mass.priority``, ``mass.tenant``,
+``mass.class``) for the object server.  A missing or malformed priority gets
 ``default_priority``, never an error; replication traffic (REPLICATE, SSYNC,
 ``X-Backend-Replication: true``) gets ``background_priority``, whatever it
 carries.  Each request is counted in statsd as
 ``mass_queue.priority.<n>`` (``mass_queue.priority.background`` for
-replication), so an operator can see the mix each device serves.
+replication), and each classified one as ``mass_queue.class.<class>``, so
+an operator can see the mix each device serves.
 
 This is the admission point of the per-device priority queue; the filter
 already sits where the queue belongs::
@@ -65,6 +67,10 @@ class MassQueueMiddleware(object):
         tenant = env.get('HTTP_X_BACKEND_MASS_TENANT')
         if tenant:
             env[tags.ENV_TENANT] = wsgi_unquote(tenant)
+        cls = env.get('HTTP_X_BACKEND_MASS_CLASS')
+        if cls in tags.CLASSES:
+            env[tags.ENV_CLASS] = cls
+            self.logger.increment('class.' + cls)
         return self.app(env, start_response)
 
 

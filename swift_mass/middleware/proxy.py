@@ -6,11 +6,28 @@ For every request that addresses a tenant (a Swift account) the filter
 * removes any ``X-Backend-Mass-*`` or ``X-Mass-*`` header the request arrived
   with, so no client (and no middleware left of Mass) can choose its own tags
   or priority;
-* tags the request with its tenant and priority, in the WSGI environ
-  (``mass.tenant``, ``mass.priority``) and as ``X-Backend-Mass-Tenant`` /
-  ``X-Backend-Mass-Priority`` headers, which Swift's proxy forwards to every
-  account, container and object server the request reaches; ``mass_queue``
-  reads them on the object servers.
+* tags the request with its tenant, priority and, once the control loop has
+  classified the tenant, its workload class: in the WSGI environ
+  (``mass.tenant``, ``mass.priority``, ``mass.policy``) and as
+  ``X-Backend-Mass-Tenant`` / ``-Priority`` / ``-Class`` headers, which
+  Swift's proxy forwards to every account, container and object server the
+  request reaches; ``mass_queue`` reads them on the object servers;
+* counts the request once it has completed (its body sent or the client
+  gone) in the tenant's window: operations, bytes, latency, object sizes.
+  Subrequests of other middlewares, 401/403 answers and other answers that
+  no storage server worked for are not counted.
+
+Each worker runs the control loop in a green thread (see
+``swift_mass.agent``): every ``interval`` seconds it flushes its counts to
+the shared store, loads the policy table when its version changed, and, if
+it holds the leader lease, classifies every tenant (read, write or mixed),
+turns the class into a policy {tenant, substore, method}, validates
+policies that have run for a window, and publishes the table.  Each
+decision is logged with its reason and kept durably in the tenant's account
+sysmeta (``X-Account-Sysmeta-Mass-Policy``), so it survives the loss of the
+shared store and reloads.  The shared store is Redis; when Redis is down,
+Swift's memcache, then worker-local state, stand in (a request never fails
+or waits because a store is down).
 
 Requests without a tenant (``/info``, ``/auth``, ``/healthcheck``, reserved
 and ``.``-prefixed system accounts) are passed on with only the forged tags
@@ -18,38 +35,107 @@ removed.
 
 Place it immediately left of ``proxy-server``, right of ``gatekeeper`` and
 of the auth middlewares, so that every backend-bound request, subrequests of
-slo, dlo, copy, versioned_writes, symlink and s3api included, passes it::
-
-    [pipeline:main]
-    pipeline = catch_errors gatekeeper healthcheck proxy-logging cache ...
-               tempauth ... slo dlo versioned_writes ... proxy-logging
-               mass proxy-server
-
-    [filter:mass]
-    use = egg:swift_mass#mass
-    # Priority given to a tenant's requests, 0 (background) to 9 (most
-    # urgent).
-    # default_priority = 5
-
-Options are validated when the proxy starts; a bad one stops it with a
-message naming the option and the allowed values.  The usual ``log_*`` and
-``log_statsd_*`` options apply; metrics are emitted under ``mass.``.
+slo, dlo, copy, versioned_writes, symlink and s3api included, passes it.
+Every option, its default and meaning is in
+``etc/proxy-server.conf-sample``; a bad one stops the proxy at start-up
+with a message naming the option and the allowed values.
 """
+import json
+import os
+import socket
+import time
 
+import eventlet
+
+from swift.common.memcached import load_memcache
 from swift.common.registry import register_swift_info
-from swift.common.swob import wsgi_quote
-from swift.common.utils import get_logger
+from swift.common.swob import Request, wsgi_quote
+from swift.common.utils import ClosingIterator, get_logger
 
-from swift_mass import tags
-from swift_mass.config import int_option
-from swift_mass.tenant import tenant_of
+from swift_mass import monitor, tags
+from swift_mass.agent import Agent
+from swift_mass.config import ConfigError, bool_option, control_settings, \
+    float_option, int_option
+from swift_mass.store import store_from_conf
+from swift_mass.tenant import object_of, tenant_of
 
 SECTION = 'filter:mass'
+SYSMETA_POLICY = 'X-Account-Sysmeta-Mass-Policy'
+
+
+class AccountSysmeta(object):
+    """The durable copy of a tenant's policy, in its account's sysmeta,
+    read and written by the proxy app right of Mass (no auth there)."""
+
+    def __init__(self, app, logger, negative_ttl=60.0, clock=time.time):
+        self.app = app
+        self.logger = logger
+        self.negative_ttl = negative_ttl
+        self.clock = clock
+        self.cache = None        # swift.cache, from the first request
+        self._absent = {}        # tenant -> time it was found without one
+
+    def _request(self, method, tenant, headers=None):
+        env = {'REQUEST_METHOD': method, 'swift.source': 'MASS',
+               'HTTP_USER_AGENT': 'Swift Mass'}
+        if self.cache is not None:
+            env['swift.cache'] = self.cache
+        req = Request.blank('/v1/' + tenant, environ=env, headers=headers)
+        return req.get_response(self.app)
+
+    def load(self, tenant):
+        if self.clock() - self._absent.get(tenant, -1e9) < self.negative_ttl:
+            return None
+        try:
+            resp = self._request('HEAD', tenant)
+            value = resp.headers.get(SYSMETA_POLICY) \
+                if resp.is_success else None
+            entry = json.loads(value) if value else None
+        except Exception as err:
+            self.logger.warning('mass: cannot read the policy of %s from '
+                                'account sysmeta: %s' % (tenant, err))
+            return None
+        if entry is None:
+            self._absent[tenant] = self.clock()
+        return entry
+
+    def save(self, tenant, entry):
+        value = json.dumps(entry, sort_keys=True) if entry else ''
+        try:
+            resp = self._request('POST', tenant, {SYSMETA_POLICY: value})
+            if not resp.is_success:
+                raise Exception(resp.status)
+        except Exception as err:
+            self.logger.warning('mass: cannot save the policy of %s in '
+                                'account sysmeta: %s' % (tenant, err))
+        else:
+            self._absent.pop(tenant, None)
+
+
+class CountedBody(ClosingIterator):
+    """A response body that reports its size and the request's end (body
+    iterated or closed, client gone or not) exactly once."""
+    __slots__ = ('sent', 'on_close')
+
+    def __init__(self, iterable, on_close):
+        super(CountedBody, self).__init__(iterable)
+        self.sent = 0
+        self.on_close = on_close
+
+    def _get_next_item(self):
+        chunk = next(self.wrapped_iter)
+        self.sent += len(chunk)
+        return chunk
+
+    def close(self):
+        if not self.closed:
+            super(CountedBody, self).close()
+            self.on_close(self.sent)
 
 
 class MassMiddleware(object):
 
-    def __init__(self, app, conf, logger=None):
+    def __init__(self, app, conf, logger=None, store=None):
         self.app = app
         self.logger = logger or get_logger(
             conf, log_route='mass', statsd_tail_prefix='mass')
@@ -57,21 +143,98 @@ class MassMiddleware(object):
             conf, SECTION, 'default_priority', tags.DEFAULT_PRIORITY,
             tags.PRIORITY_MIN, tags.PRIORITY_MAX)
         self._priority_header = str(self.default_priority)
-        register_swift_info('mass', default_priority=self.default_priority,
-                            priority_min=tags.PRIORITY_MIN,
-                            priority_max=tags.PRIORITY_MAX)
+        self.control_loop = bool_option(conf, SECTION, 'control_loop', True)
+        settings = control_settings(conf, SECTION)
+        interval = float_option(conf, SECTION, 'interval', 5.0, 0.1, 300.0)
+        bucket = int_option(conf, SECTION, 'bucket_seconds', 5, 1)
+        if settings.window < 2 * bucket:
+            raise ConfigError('[%s] window_seconds = %d is not valid; '
+                              'allowed: at least twice bucket_seconds (%d)'
+                              % (SECTION, settings.window, bucket))
+        self.store = store or store_from_conf(
+            conf, self.logger, memcache=load_memcache(conf, self.logger))
+        self.sysmeta = AccountSysmeta(app, self.logger)
+        self.agent = Agent(
+            self.store, settings, '%s:%d' % (socket.gethostname(),
+                                             os.getpid()),
+            self.logger, interval=interval, bucket_seconds=bucket,
+            durable=self.sysmeta)
+        self._loop_pid = None
+        register_swift_info(
+            'mass', default_priority=self.default_priority,
+            priority_min=tags.PRIORITY_MIN, priority_max=tags.PRIORITY_MAX,
+            control_loop=self.control_loop,
+            substores={c: r for c, r in settings.rings.items()},
+            methods=dict(settings.methods))
+
+    def _ensure_loop(self, env):
+        # One loop per worker process, started by its first request: the
+        # app may be loaded before the workers fork.
+        if self._loop_pid == os.getpid():
+            return
+        self._loop_pid = os.getpid()
+        self.agent.owner = '%s:%d' % (socket.gethostname(), os.getpid())
+        if self.sysmeta.cache is None:
+            self.sysmeta.cache = env.get('swift.cache')
+        eventlet.spawn_n(self._run_loop)
+
+    def _run_loop(self):
+        while True:
+            try:
+                self.agent.tick()
+            except Exception:
+                self.logger.exception('mass: control loop')
+            eventlet.sleep(min(1.0, self.agent.interval))
 
     def __call__(self, env, start_response):
         forged = tags.strip_client_tags(env)
         if forged:
             self.logger.increment('forged_tags')
         tenant = tenant_of(env.get('PATH_INFO', ''))
-        if tenant is not None:
-            env[tags.ENV_TENANT] = tenant
-            env[tags.ENV_PRIORITY] = self.default_priority
-            env['HTTP_X_BACKEND_MASS_TENANT'] = wsgi_quote(tenant, safe='')
-            env['HTTP_X_BACKEND_MASS_PRIORITY'] = self._priority_header
-        return self.app(env, start_response)
+        if tenant is None:
+            return self.app(env, start_response)
+        env[tags.ENV_TENANT] = tenant
+        env[tags.ENV_PRIORITY] = self.default_priority
+        env['HTTP_X_BACKEND_MASS_TENANT'] = wsgi_quote(tenant, safe='')
+        env['HTTP_X_BACKEND_MASS_PRIORITY'] = self._priority_header
+        if not self.control_loop:
+            return self.app(env, start_response)
+        self._ensure_loop(env)
+        entry = self.agent.policy(tenant)
+        if entry is not None:
+            env[tags.ENV_POLICY] = entry
+            env['HTTP_X_BACKEND_MASS_CLASS'] = entry['class']
+        if 'swift.source' in env:
+            # a subrequest: its client request is counted
+            return self.app(env, start_response)
+        return self._counted(env, start_response, tenant)
+
+    def _counted(self, env, start_response, tenant):
+        started = time.time()
+        method = env['REQUEST_METHOD']
+        is_object = object_of(env['PATH_INFO'])
+        bytes_in = int(env.get('CONTENT_LENGTH') or 0)
+        seen = {}
+
+        def counting_start_response(status, headers, exc_info=None):
+            seen['status'] = int(status.split(' ', 1)[0])
+            seen['headers'] = headers
+            return start_response(status, headers, exc_info)
+
+        def on_close(sent):
+            status = seen.get('status', 499)
+            if not monitor.counted(status, False):
+                return
+            size = None
+            if is_object and method == 'PUT':
+                size = bytes_in
+            elif is_object and method == 'GET' and status == 200:
+                size = sent
+            self.agent.record(tenant, monitor.request_counts(
+                method, status, bytes_in, sent, time.time() - started,
+                size))
+
+        return CountedBody(self.app(env, counting_start_response), on_close)
 
 
 def filter_factory(global_conf, **local_conf):

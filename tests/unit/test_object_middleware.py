@@ -87,3 +87,17 @@ def test_bad_options_stop_startup(option):
         object_mw.filter_factory({}, **{option: 'x'})(RecordingApp())
     assert option in str(err.value)
     assert '[filter:mass_queue]' in str(err.value)
+
+
+@pytest.mark.parametrize('value, cls', [
+    ('read', 'read'), ('write', 'write'), ('mixed', 'mixed'),
+    ('bogus', None), ('', None), (None, None)])
+def test_class_tag(value, cls):
+    mw, app, logger = make()
+    headers = {} if value is None else {'X-Backend-Mass-Class': value}
+    call(mw, headers=headers)
+    assert app.environs[0].get('mass.class') == cls
+    if cls:
+        assert logger.counts['class.' + cls] == 1
+    else:
+        assert not [m for m in logger.counts if m.startswith('class.')]

@@ -1,0 +1,184 @@
+"""The control loop on the SAIO: tenants classified from real traffic, one
+policy table for all workers, pins, durability, a store that is down."""
+import configparser
+import json
+import subprocess
+import time
+import uuid
+
+import pytest
+import redis
+import requests
+
+from swift_mass import cli
+from tests.functional.conftest import PROXY, Tenant
+from tests.functional.test_pipeline import priorities_seen  # noqa: F401
+from tests.functional.test_pipeline import statsd  # noqa: F401
+
+PROXY_CONF = '/etc/swift/proxy-server.conf'
+
+
+@pytest.fixture(scope='module')
+def store(cluster):
+    _, primary, _ = cli.load(PROXY_CONF)
+    return primary
+
+
+@pytest.fixture(scope='module')
+def func(cluster):
+    return Tenant('mass:func', 'func')
+
+
+@pytest.fixture
+def bucket(func):
+    name = 'mass-loop-%s' % uuid.uuid4().hex[:8]
+    assert func.request('PUT', '/' + name).status_code in (201, 202)
+    yield name
+    for obj in func.request('GET', '/' + name,
+                            params={'format': 'json'}).json():
+        func.request('DELETE', '/%s/%s' % (name, obj['name']))
+    func.request('DELETE', '/' + name)
+
+
+def wait_for(store, tenant, predicate, timeout=20.0):
+    deadline = time.time() + timeout
+    while True:
+        entry = store.get_table()[1].get(tenant)
+        if entry is not None and predicate(entry):
+            return entry
+        if time.time() > deadline:
+            pytest.fail('no matching policy for %s within %ss; last: %r'
+                        % (tenant, timeout, entry))
+        time.sleep(0.3)
+
+
+def writes(tenant, container, n):
+    for i in range(n):
+        assert tenant.request('PUT', '/%s/o%d' % (container, i),
+                              data=b'w' * 1024).status_code == 201
+
+
+def reads(tenant, container, n):
+    tenant.request('PUT', '/%s/r' % container, data=b'r' * 1024)
+    for _ in range(n):
+        assert tenant.request('GET', '/%s/r' % container).status_code == 200
+
+
+def swift_mass(*args):
+    return subprocess.run(['swift-mass', '--json'] + list(args), check=True,
+                          stdout=subprocess.PIPE, text=True).stdout
+
+
+def test_writer_is_classified_and_its_requests_tagged(func, bucket, store,
+                                                      statsd):  # noqa: F811
+    store.delete_pin(func.account)
+    writes(func, bucket, 40)
+    entry = wait_for(store, func.account, lambda e: e['class'] == 'write')
+    assert (entry['ring'], entry['method']) == ('bulk', 'batch')
+    assert 'read share 0.' in entry['reason']
+    statsd.metrics(wait=0.5)
+    writes(func, bucket, 3)
+    seen = [m for m in statsd.metrics() if m.startswith('mass_queue.class.')]
+    # every replica of every PUT carried the class to its object server
+    assert len(seen) >= 9 and set(seen) == {'mass_queue.class.write'}
+    shown = json.loads(swift_mass('explain', func.account))
+    assert shown['policy']['class'] == 'write'
+    assert shown['figures']['writes'] >= 40
+
+
+def test_reader_becomes_read_dominated(func, bucket, store):
+    reads(func, bucket, 300)
+    entry = wait_for(store, func.account, lambda e: e['class'] == 'read')
+    assert (entry['ring'], entry['method']) == ('fast', 'cache')
+
+
+def test_pin_is_never_overridden(func, bucket, store):
+    try:
+        swift_mass('pin', func.account, '--class', 'mixed')
+        wait_for(store, func.account,
+                 lambda e: e['pinned'] and e['class'] == 'mixed')
+        writes(func, bucket, 60)
+        time.sleep(3)
+        entry = store.get_table()[1][func.account]
+        assert entry['pinned'] and entry['class'] == 'mixed'
+    finally:
+        swift_mass('unpin', func.account)
+    # unpinned, the tenant is the classifier's again
+    writes(func, bucket, 30)
+    wait_for(store, func.account, lambda e: not e['pinned'])
+
+
+def test_decision_survives_loss_of_redis_and_a_reload(cluster, store):
+    # a tenant of its own, quiet after its decision
+    tenant = Tenant('durable:func', 'func')
+    name = 'mass-durable-%s' % uuid.uuid4().hex[:8]
+    assert tenant.request('PUT', '/' + name).status_code in (201, 202)
+    writes(tenant, name, 40)
+    before = wait_for(store, tenant.account,
+                      lambda e: e['class'] == 'write')
+    client = redis.Redis.from_url('redis://127.0.0.1:6379/0')
+    # what a Redis restart without persistence leaves: nothing of Mass
+    for key in client.scan_iter('mass:*'):
+        client.delete(key)
+    subprocess.run(['swift-init', 'proxy-server', 'reload-seamless'],
+                   check=True, stdout=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while 'mass' not in requests.get(PROXY + '/info', timeout=5).json():
+        assert time.time() < deadline
+        time.sleep(0.2)
+    # one request brings the tenant back; its class comes from sysmeta
+    tenant.request('HEAD', '/' + name)
+    after = wait_for(store, tenant.account, lambda e: True)
+    fields = ('class', 'ring', 'method', 'since', 'reason')
+    assert {k: after[k] for k in fields} == {k: before[k] for k in fields}
+    for i in range(40):
+        tenant.request('DELETE', '/%s/o%d' % (name, i))
+    tenant.request('DELETE', '/' + name)
+
+
+def test_requests_succeed_when_redis_is_down(cluster, tmp_path, func):
+    conf = configparser.RawConfigParser()
+    conf.optionxform = str
+    conf.read(PROXY_CONF)
+    conf['DEFAULT']['bind_port'] = '8097'
+    conf['filter:mass']['redis_url'] = 'redis://127.0.0.1:1/0'
+    path = tmp_path / 'proxy-server.conf'
+    with open(path, 'w') as fp:
+        conf.write(fp)
+    proc = subprocess.Popen(['swift-proxy-server', str(path)],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = func.url.replace(':8080', ':8097')
+    headers = {'X-Auth-Token': func.token}
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                requests.get('http://127.0.0.1:8097/healthcheck', timeout=2)
+                break
+            except requests.ConnectionError:
+                assert time.time() < deadline, 'proxy on 8097 did not start'
+                time.sleep(0.2)
+        name = 'mass-noredis-%s' % uuid.uuid4().hex[:8]
+        started = time.time()
+        assert requests.put(url + '/' + name, headers=headers,
+                            timeout=10).status_code == 201
+        for i in range(60):
+            assert requests.put('%s/%s/o%d' % (url, name, i), data=b'x',
+                                headers=headers,
+                                timeout=10).status_code == 201
+        for i in range(60):
+            resp = requests.get('%s/%s/o%d' % (url, name, i),
+                                headers=headers, timeout=10)
+            assert resp.status_code == 200 and resp.content == b'x'
+        elapsed = time.time() - started
+        for i in range(60):
+            requests.delete('%s/%s/o%d' % (url, name, i), headers=headers,
+                            timeout=10)
+        assert requests.delete(url + '/' + name, headers=headers,
+                               timeout=10).status_code == 204
+        # 121 requests; a store that hung each one would take minutes
+        assert elapsed < 30, elapsed
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
