@@ -39,18 +39,32 @@ def _bucket_label(bounds, value):
     return str(bounds[i]) if i < len(bounds) else INF
 
 
-def counted(status, is_subrequest):
+def operation(method, swift_source):
+    """The operation a request counts as for its tenant, or None when it is
+    the effect of a request counted already.
+
+    Middlewares left of Mass mark their subrequests with ``swift.source``.
+    Two kinds stand for the client's own request, which never reaches Mass
+    itself: s3api's translation of an S3 request ('S3'), and the PUT half
+    of a server-side copy ('SSC'), which is the client's COPY (or PUT with
+    X-Copy-From).  The others (segment reads of slo and dlo, the GET half of
+    a copy, versioning, staticweb, symlink...) are not counted again.
+    """
+    if swift_source is None or swift_source == 'S3':
+        return method
+    if swift_source == 'SSC' and method == 'PUT':
+        return 'COPY'
+    return None
+
+
+def counted(status):
     """Whether a finished request counts towards its tenant's workload.
 
-    Subrequests (of slo, dlo, copy, versioning...) are the effect of a
-    request already counted.  401 and 403 never count: otherwise anyone
-    could push another tenant's class with requests it refuses.  Other 4xx
-    answers (400, 405, 411, 412, 413, 416...) are decided without the
-    tenant's data doing any work, except 404 and 409, which the storage
-    servers answered.
+    401 and 403 never count: otherwise anyone could push another tenant's
+    class with requests it refuses.  Other 4xx answers (400, 405, 411, 412,
+    413, 416...) are decided without the tenant's data doing any work,
+    except 404 and 409, which the storage servers answered.
     """
-    if is_subrequest:
-        return False
     if 400 <= status < 500:
         return status in (404, 409)
     return True

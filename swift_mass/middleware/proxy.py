@@ -50,7 +50,8 @@ import eventlet
 from swift.common.memcached import load_memcache
 from swift.common.registry import register_swift_info
 from swift.common.swob import Request, wsgi_quote
-from swift.common.utils import ClosingIterator, get_logger
+from swift.common.utils import ClosingIterator, config_true_value, \
+    get_logger
 
 from swift_mass import monitor, tags
 from swift_mass.agent import Agent
@@ -102,6 +103,12 @@ class AccountSysmeta(object):
     def save(self, tenant, entry):
         value = json.dumps(entry, sort_keys=True) if entry else ''
         try:
+            # With account_autocreate a POST would create a missing
+            # account, which Swift would not have done for this tenant.
+            head = self._request('HEAD', tenant)
+            if not head.is_success or config_true_value(head.headers.get(
+                    'X-Backend-Fake-Account-Listing')):
+                return
             resp = self._request('POST', tenant, {SYSMETA_POLICY: value})
             if not resp.is_success:
                 raise Exception(resp.status)
@@ -204,16 +211,20 @@ class MassMiddleware(object):
         if entry is not None:
             env[tags.ENV_POLICY] = entry
             env['HTTP_X_BACKEND_MASS_CLASS'] = entry['class']
-        if 'swift.source' in env:
-            # a subrequest: its client request is counted
+        op = monitor.operation(env['REQUEST_METHOD'], env.get('swift.source'))
+        if op is None:
+            # the effect of a request that is counted already
             return self.app(env, start_response)
-        return self._counted(env, start_response, tenant)
+        return self._counted(env, start_response, tenant, op)
 
-    def _counted(self, env, start_response, tenant):
+    def _counted(self, env, start_response, tenant, op):
         started = time.time()
-        method = env['REQUEST_METHOD']
         is_object = object_of(env['PATH_INFO'])
-        bytes_in = int(env.get('CONTENT_LENGTH') or 0)
+        try:
+            length = int(env['CONTENT_LENGTH'])
+        except (KeyError, ValueError):
+            length = None  # chunked, or a bad value Swift answers 400 to
+        bytes_in = length or 0
         seen = {}
 
         def counting_start_response(status, headers, exc_info=None):
@@ -223,16 +234,15 @@ class MassMiddleware(object):
 
         def on_close(sent):
             status = seen.get('status', 499)
-            if not monitor.counted(status, False):
+            if not monitor.counted(status):
                 return
             size = None
-            if is_object and method == 'PUT':
-                size = bytes_in
-            elif is_object and method == 'GET' and status == 200:
+            if is_object and op in ('PUT', 'COPY'):
+                size = length
+            elif is_object and op == 'GET' and status == 200:
                 size = sent
             self.agent.record(tenant, monitor.request_counts(
-                method, status, bytes_in, sent, time.time() - started,
-                size))
+                op, status, bytes_in, sent, time.time() - started, size))
 
         return CountedBody(self.app(env, counting_start_response), on_close)
 

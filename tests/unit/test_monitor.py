@@ -5,17 +5,25 @@ import pytest
 from swift_mass import monitor
 
 
-@pytest.mark.parametrize('status, subrequest, expected', [
-    (200, False, True), (201, False, True), (204, False, True),
-    (206, False, True), (304, False, True), (404, False, True),
-    (409, False, True), (500, False, True), (503, False, True),
-    (401, False, False), (403, False, False),
-    (400, False, False), (412, False, False), (416, False, False),
-    (413, False, False), (499, False, False),
-    (200, True, False), (503, True, False),
+@pytest.mark.parametrize('status, expected', [
+    (200, True), (201, True), (204, True), (206, True), (304, True),
+    (404, True), (409, True), (500, True), (503, True),
+    (401, False), (403, False), (400, False), (412, False), (416, False),
+    (413, False), (499, False),
 ])
-def test_counted(status, subrequest, expected):
-    assert monitor.counted(status, subrequest) is expected
+def test_counted(status, expected):
+    assert monitor.counted(status) is expected
+
+
+@pytest.mark.parametrize('method, source, op', [
+    ('GET', None, 'GET'), ('PUT', None, 'PUT'), ('HEAD', None, 'HEAD'),
+    ('GET', 'S3', 'GET'), ('PUT', 'S3', 'PUT'),
+    ('PUT', 'SSC', 'COPY'), ('GET', 'SSC', None),
+    ('GET', 'SLO', None), ('HEAD', 'SLO', None), ('GET', 'DLO', None),
+    ('PUT', 'VW', None), ('GET', 'SW', None), ('POST', 'MASS', None),
+])
+def test_operation(method, source, op):
+    assert monitor.operation(method, source) == op
 
 
 def test_request_counts_of_a_get():

@@ -41,6 +41,11 @@ class Backend(object):
                 if k.startswith('X-Account-Sysmeta-'))
             return Response(status=204)(env, start_response)
         if req.method == 'HEAD' and req.path.count('/') == 2:
+            if req.path == '/v1/AUTH_missing':
+                # what the proxy answers with account_autocreate
+                return Response(status=204, headers={
+                    'X-Backend-Fake-Account-Listing': 'yes'})(
+                    env, start_response)
             return Response(status=204, headers=self.sysmeta)(
                 env, start_response)
         if req.method == 'PUT':
@@ -107,8 +112,31 @@ def test_not_counted_unauthorised_subrequests_and_no_tenant():
     mass, _ = make()
     call(mass, headers={'X-Auth-Token': 'bad'})
     call(mass, environ={'swift.source': 'SLO'})
+    call(mass, environ={'swift.source': 'SSC'})  # the GET half of a copy
     call(mass, path='/info')
     assert pending(mass) == {}
+
+
+def test_s3_requests_and_copies_are_counted_once():
+    mass, _ = make()
+    call(mass, environ={'swift.source': 'S3'})
+    call(mass, method='PUT', body=b'c' * 10,
+         environ={'swift.source': 'SSC'})
+    (_, counts), = pending(mass).items()
+    assert (counts['ops.GET'], counts['ops.COPY']) == (1, 1)
+    assert 'ops.PUT' not in counts
+
+
+def test_bad_content_length_is_not_an_error():
+    mass, backend = make()
+    req = Request.blank('/v1/AUTH_t/c/o', method='PUT')
+    req.environ['CONTENT_LENGTH'] = 'abc'
+    resp = req.get_response(mass)
+    resp.body
+    assert backend.requests  # passed on; Swift answers it
+    (_, counts), = pending(mass).items()
+    assert 'bytes_in' not in counts
+    assert not [k for k in counts if k.startswith('size.')]
 
 
 def test_control_loop_off_counts_nothing():
@@ -183,3 +211,12 @@ def test_bad_options_stop_startup(option, value, message):
         proxy.filter_factory({}, **{option: value})(Backend())
     assert message in str(err.value)
     assert option in str(err.value) or 'read_share' in str(err.value)
+
+
+def test_no_sysmeta_post_creates_a_missing_account():
+    mass, backend = make()
+    for _ in range(12):
+        call(mass, path='/v1/AUTH_missing/c/o')
+    mass.agent.tick()
+    assert mass.agent.policy('AUTH_missing')['class'] == 'read'
+    assert not [r for r in backend.requests if r[0] == 'POST']
