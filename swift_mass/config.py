@@ -16,43 +16,38 @@ def _bad(section, option, value, allowed):
                        % (section, option, value, allowed))
 
 
-def int_option(conf, section, option, default, minimum=None, maximum=None):
-    """Read an integer option and check it lies in [minimum, maximum]."""
+def _number_option(conf, section, option, default, minimum, maximum,
+                   parse, kind, fmt):
     raw = conf.get(option, default)
     if minimum is not None and maximum is not None:
-        allowed = 'an integer from %d to %d' % (minimum, maximum)
+        allowed = ('%s from ' + fmt + ' to ' + fmt) % (kind, minimum,
+                                                       maximum)
     elif minimum is not None:
-        allowed = 'an integer >= %d' % minimum
+        allowed = ('%s >= ' + fmt) % (kind, minimum)
     else:
-        allowed = 'an integer'
+        allowed = kind
     try:
-        value = int(str(raw).strip())
+        value = parse(str(raw).strip())
     except ValueError:
         raise _bad(section, option, raw, allowed)
-    if ((minimum is not None and value < minimum) or
-            (maximum is not None and value > maximum)):
+    # value != value: NaN, which no range check would catch
+    if value != value or ((minimum is not None and value < minimum) or
+                          (maximum is not None and value > maximum)):
         raise _bad(section, option, raw, allowed)
     return value
+
+
+def int_option(conf, section, option, default, minimum=None, maximum=None):
+    """Read an integer option and check it lies in [minimum, maximum]."""
+    return _number_option(conf, section, option, default, minimum, maximum,
+                          int, 'an integer', '%d')
 
 
 def float_option(conf, section, option, default, minimum=None,
                  maximum=None):
     """Read a number option and check it lies in [minimum, maximum]."""
-    raw = conf.get(option, default)
-    if minimum is not None and maximum is not None:
-        allowed = 'a number from %g to %g' % (minimum, maximum)
-    elif minimum is not None:
-        allowed = 'a number >= %g' % minimum
-    else:
-        allowed = 'a number'
-    try:
-        value = float(str(raw).strip())
-    except ValueError:
-        raise _bad(section, option, raw, allowed)
-    if value != value or ((minimum is not None and value < minimum) or
-                          (maximum is not None and value > maximum)):
-        raise _bad(section, option, raw, allowed)
-    return value
+    return _number_option(conf, section, option, default, minimum, maximum,
+                          float, 'a number', '%g')
 
 
 _TRUE = ('true', '1', 'yes', 'on', 't', 'y')

@@ -1,17 +1,10 @@
 from swift_mass import agent as agent_mod
 from swift_mass import controller, monitor
 from swift_mass.store import LocalStore
+from tests.unit.helpers import Clock
 
 SETTINGS = controller.DEFAULT_SETTINGS._replace(
     rings={'read': 'fast', 'write': 'bulk', 'mixed': ''}, window=60)
-
-
-class Clock(object):
-    def __init__(self, now=10000.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
 
 
 class Logger(object):

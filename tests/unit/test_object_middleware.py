@@ -1,18 +1,10 @@
 import pytest
 
-from swift.common.swob import Request, Response
+from swift.common.swob import Request
 
 from swift_mass.config import ConfigError
 from swift_mass.middleware import object as object_mw
-
-
-class RecordingApp(object):
-    def __init__(self):
-        self.environs = []
-
-    def __call__(self, env, start_response):
-        self.environs.append(dict(env))
-        return Response(body=b'ok')(env, start_response)
+from tests.unit.helpers import RecordingApp
 
 
 class CountingLogger(object):

@@ -1,22 +1,12 @@
 import pytest
 
 from swift.common import registry
-from swift.common.swob import Request, Response
+from swift.common.swob import Request
 from swift.common.utils import split_path
 
 from swift_mass.config import ConfigError
 from swift_mass.middleware import proxy
-
-
-class RecordingApp(object):
-    """The app right of the filter: remembers what reached it."""
-
-    def __init__(self):
-        self.environs = []
-
-    def __call__(self, env, start_response):
-        self.environs.append(dict(env))
-        return Response(body=b'ok')(env, start_response)
+from tests.unit.helpers import RecordingApp
 
 
 def make(conf=None):

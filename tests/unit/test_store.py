@@ -17,6 +17,7 @@ from swift.common.memcached import MemcacheRing
 from swift_mass.config import ConfigError
 from swift_mass.store import (
     LocalStore, MemcacheStore, RedisStore, ResilientStore, store_from_conf)
+from tests.unit.helpers import Clock
 
 REDIS_URL = 'redis://127.0.0.1:6379/15'
 MEMCACHE_SERVER = '127.0.0.1:11211'
@@ -25,14 +26,6 @@ DOWN_MEMCACHE_SERVER = '127.0.0.1:1'
 
 ODD_TENANTS = ('AUTH_test', 'AUTH_a:b', 'AUTH_\xc3\xa9', 'AUTH_x/y z%')
 B0, B1, B2 = 1700000000, 1700000005, 1700000010
-
-
-class Clock(object):
-    def __init__(self, now=1700000000.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
 
 
 class Logger(object):
