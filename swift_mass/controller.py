@@ -130,9 +130,11 @@ def decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
     if entry['validated'] or entry['method'] == 'none' or \
             now - entry['since'] < settings.window:
         return entry, []
-    baseline = entry.get('baseline_ms')
     current = dominant_latency(cls, figures)
-    if baseline is None or current is None:
+    if current is None:
+        return entry, []  # nothing to judge by yet: wait for traffic
+    baseline = entry.get('baseline_ms')
+    if baseline is None:
         return dict(entry, validated=True), [
             '%s: %s kept (no baseline to compare)' % (tenant,
                                                       entry['method'])]

@@ -186,6 +186,8 @@ class MassMiddleware(object):
         eventlet.spawn_n(self._run_loop)
 
     def _run_loop(self):
+        # the loop is no request's: its log lines carry no transaction id
+        self.logger.txn_id = None
         while True:
             try:
                 self.agent.tick()

@@ -137,3 +137,13 @@ def test_dominant_latency():
     assert controller.dominant_latency(classify.MIXED, f) == \
         pytest.approx((10 * 2 + 30 * 20) / 40.0)
     assert controller.dominant_latency(classify.WRITE, figures(10, 0)) is None
+
+
+def test_validation_waits_for_traffic():
+    entry, _ = controller.decide('t', None, figures(95, 5), 0, SETTINGS)
+    quiet = figures()
+    assert controller.decide('t', entry, quiet, 100, SETTINGS) == (entry, [])
+    no_baseline = dict(entry, baseline_ms=None)
+    kept, reasons = controller.decide('t', no_baseline, figures(95, 5), 100,
+                                      SETTINGS)
+    assert kept['validated'] and 'no baseline' in reasons[0]
