@@ -12,9 +12,16 @@
 No WSGI here: the middleware records counts, asks for policies and calls
 :meth:`Agent.tick` from a green thread; tests call it with a clock.
 """
+import re
 import time
 
 from swift_mass import controller, monitor
+
+
+def statsd_name(tenant):
+    """A tenant name as one statsd path component ('.', ':', '|', '@' and
+    anything outside [A-Za-z0-9_-] would break the line protocol)."""
+    return re.sub(r'[^A-Za-z0-9_-]', '_', tenant)
 
 
 class Agent(object):
@@ -57,6 +64,22 @@ class Agent(object):
     def flush(self):
         for (tenant, bucket), counts in self.window.drain().items():
             self.store.add_counts(tenant, bucket, counts, self._bucket_ttl)
+            self.emit_metrics(tenant, counts)
+
+    def emit_metrics(self, tenant, counts):
+        """statsd counters per tenant and per class, once per flush
+        rather than once per request: mass.tenant.<tenant>.<field> and
+        mass.class.<class>.<field> for operations, errors and bytes."""
+        entry = self.table.get(tenant)
+        cls = entry['class'] if entry else 'unknown'
+        name = statsd_name(tenant)
+        for field, value in counts.items():
+            if field.startswith(('ops.', 'err.')) or \
+                    field in ('bytes_in', 'bytes_out'):
+                self.logger.update_stats('tenant.%s.%s' % (name, field),
+                                         value)
+                self.logger.update_stats('class.%s.%s' % (cls, field),
+                                         value)
 
     def refresh(self):
         version = self.store.table_version()

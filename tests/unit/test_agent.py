@@ -20,6 +20,9 @@ class Logger(object):
     def increment(self, metric):
         self.counts[metric] = self.counts.get(metric, 0) + 1
 
+    def update_stats(self, metric, value):
+        self.counts[metric] = self.counts.get(metric, 0) + value
+
 
 class Durable(object):
     """Stands where account sysmeta stands in the proxy."""
@@ -148,3 +151,23 @@ def test_decisions_survive_the_loss_of_the_store():
     assert fresh.policy('AUTH_x')['class'] == 'write'
     assert fresh.policy('AUTH_x') == agent.policy('AUTH_x')
     assert durable.saved == []  # recalled as it was: not written again
+
+
+def test_metrics_per_tenant_and_class_once_per_flush():
+    agent, clock, logger = make()
+    load(agent, 'AUTH_a.b:c', 0, 60)
+    agent.tick()
+    assert logger.counts['tenant.AUTH_a_b_c.ops.PUT'] == 60
+    assert logger.counts['class.unknown.ops.PUT'] == 60
+    assert logger.counts['tenant.AUTH_a_b_c.bytes_in'] == 600
+    load(agent, 'AUTH_a.b:c', 5, 0)
+    clock.now += 5
+    agent.tick()
+    assert logger.counts['class.write.ops.GET'] == 5
+    assert not [m for m in logger.counts if 'lat' in m or 'size' in m]
+
+
+def test_statsd_name():
+    assert agent_mod.statsd_name('AUTH_test') == 'AUTH_test'
+    assert agent_mod.statsd_name('AUTH_\xc3\xa9.x:y|z@w') == \
+        'AUTH____x_y_z_w'
