@@ -246,7 +246,14 @@ class MassMiddleware(object):
             self.agent.record(tenant, monitor.request_counts(
                 op, status, bytes_in, sent, time.time() - started, size))
 
-        return CountedBody(self.app(env, counting_start_response), on_close)
+        app_iter = self.app(env, counting_start_response)
+        if isinstance(app_iter, (list, tuple)):
+            # A body already in memory is complete, and some middlewares
+            # (object_versioning's DELETE) drain a response and then serve
+            # the same one: a list can be iterated twice, a wrapper cannot.
+            on_close(sum(len(chunk) for chunk in app_iter))
+            return app_iter
+        return CountedBody(app_iter, on_close)
 
 
 def filter_factory(global_conf, **local_conf):

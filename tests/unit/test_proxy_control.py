@@ -50,7 +50,9 @@ class Backend(object):
                 env, start_response)
         if req.method == 'PUT':
             return Response(status=201)(env, start_response)
-        return Response(body=b'x' * 1000)(env, start_response)
+        # object GETs stream from the object servers: an iterator
+        return Response(app_iter=iter([b'x' * 500, b'x' * 500]),
+                        content_length=1000)(env, start_response)
 
 
 def make(conf=None):
@@ -220,3 +222,21 @@ def test_no_sysmeta_post_creates_a_missing_account():
     mass.agent.tick()
     assert mass.agent.policy('AUTH_missing')['class'] == 'read'
     assert not [r for r in backend.requests if r[0] == 'POST']
+
+
+def test_a_body_in_memory_can_be_served_twice():
+    # object_versioning drains a DELETE's response, then returns that same
+    # response to its client: a list body must survive it (it did not when
+    # every body was wrapped: clients got 404s without their 70 bytes)
+    mass, _ = make()
+
+    def error_app(env, start_response):
+        start_response('404 Not Found', [('Content-Length', '9')])
+        return [b'not found']
+    mass.app = error_app
+    status, headers, body = Request.blank(
+        '/v1/AUTH_t/c/o', method='DELETE').call_application(mass)
+    assert b''.join(body) == b'not found'
+    assert b''.join(body) == b'not found'
+    (_, counts), = pending(mass).items()
+    assert counts['ops.DELETE'] == 1 and counts['bytes_out'] == 9
