@@ -80,11 +80,13 @@ class StatsdListener(object):
         self.sock.bind(STATSD)
         self.sock.settimeout(0.2)
 
-    def metrics(self, wait=1.5):
-        """Counter names received until nothing arrives for `wait`."""
+    def metrics(self, wait=1.5, limit=30.0):
+        """Counter names received until nothing arrives for `wait` seconds
+        (or for `limit` seconds in all, under a steady load)."""
         names = []
         deadline = time.time() + wait
-        while time.time() < deadline:
+        end = time.time() + limit
+        while time.time() < min(deadline, end):
             try:
                 data = self.sock.recv(65535).decode()
             except socket.timeout:

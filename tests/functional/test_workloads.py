@@ -196,14 +196,14 @@ def test_redis_outage_fails_no_request_and_classification_goes_on(
         load.stop()
         load = start(admin, 'B', account, read_share=1.0)
         all_loads.append(load)
-        listener.metrics(wait=0.2)
+        listener.metrics(wait=0.2, limit=1.0)
         deadline = time.time() + CLASSIFY_WITHIN + 20
         tagged = []
         while 'mass_queue.class.read' not in tagged:
             assert time.time() < deadline, \
                 'no request tagged read while Redis was down: %r' % (
                     sorted(set(tagged)))
-            tagged = listener.metrics(wait=1.0)
+            tagged = listener.metrics(wait=1.0, limit=2.0)
         print('re-classified without Redis in %.1f s'
               % (time.time() - down_at))
     finally:
