@@ -64,6 +64,11 @@ SECTION = 'filter:mass'
 SYSMETA_POLICY = 'X-Account-Sysmeta-Mass-Policy'
 
 
+def worker_name():
+    """Who holds the leader lease: this host and worker process."""
+    return '%s:%d' % (socket.gethostname(), os.getpid())
+
+
 class AccountSysmeta(object):
     """The durable copy of a tenant's policy, in its account's sysmeta,
     read and written by the proxy app right of Mass (no auth there)."""
@@ -162,16 +167,14 @@ class MassMiddleware(object):
             conf, self.logger, memcache=load_memcache(conf, self.logger))
         self.sysmeta = AccountSysmeta(app, self.logger)
         self.agent = Agent(
-            self.store, settings, '%s:%d' % (socket.gethostname(),
-                                             os.getpid()),
-            self.logger, interval=interval, bucket_seconds=bucket,
-            durable=self.sysmeta)
+            self.store, settings, worker_name(), self.logger,
+            interval=interval, bucket_seconds=bucket, durable=self.sysmeta)
         self._loop_pid = None
         register_swift_info(
             'mass', default_priority=self.default_priority,
             priority_min=tags.PRIORITY_MIN, priority_max=tags.PRIORITY_MAX,
             control_loop=self.control_loop,
-            substores={c: r for c, r in settings.rings.items()},
+            substores=dict(settings.rings),
             methods=dict(settings.methods))
 
     def _ensure_loop(self, env):
@@ -180,7 +183,7 @@ class MassMiddleware(object):
         if self._loop_pid == os.getpid():
             return
         self._loop_pid = os.getpid()
-        self.agent.owner = '%s:%d' % (socket.gethostname(), os.getpid())
+        self.agent.owner = worker_name()
         if self.sysmeta.cache is None:
             self.sysmeta.cache = env.get('swift.cache')
         eventlet.spawn_n(self._run_loop)

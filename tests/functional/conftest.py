@@ -5,15 +5,22 @@ already answering, so ``pytest tests/functional`` works on a machine where
 ``tools/saio setup`` has run.
 """
 import os
+import socket
 import subprocess
+import time
 
 import pytest
 import requests
+
+from swift_mass import cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 SAIO = os.path.join(ROOT, 'tools', 'saio')
 PROXY = 'http://127.0.0.1:8080'
+PROXY_CONF = '/etc/swift/proxy-server.conf'
+# tools/saio points the Mass filters' statsd at this address.
+STATSD = ('127.0.0.1', 8125)
 
 
 def saio(*args, check=True):
@@ -69,3 +76,48 @@ def container(tenant, request):
     for obj in listing.json() if listing.status_code == 200 else []:
         tenant.request('DELETE', '/%s/%s' % (name, obj['name']))
     tenant.request('DELETE', '/' + name)
+
+
+@pytest.fixture(scope='session')
+def store(cluster):
+    """The shared store the SAIO's proxies use (Redis), as swift-mass
+    reads it."""
+    _, primary, _ = cli.load(PROXY_CONF)
+    return primary
+
+
+class StatsdListener(object):
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(STATSD)
+        self.sock.settimeout(0.2)
+
+    def metrics(self, wait=1.5, limit=30.0):
+        """Counter names received until nothing arrives for `wait` seconds
+        (or for `limit` seconds in all, under a steady load)."""
+        names = []
+        deadline = time.time() + wait
+        end = time.time() + limit
+        while time.time() < min(deadline, end):
+            try:
+                data = self.sock.recv(65535).decode()
+            except socket.timeout:
+                continue
+            for line in data.splitlines():
+                names.append(line.split(':', 1)[0])
+                deadline = time.time() + wait
+        return names
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def statsd(cluster):
+    try:
+        listener = StatsdListener()
+    except OSError as err:
+        pytest.fail('cannot listen on %s:%d for statsd: %s' % (
+            STATSD + (err,)))
+    yield listener
+    listener.close()

@@ -10,18 +10,7 @@ import pytest
 import redis
 import requests
 
-from swift_mass import cli
-from tests.functional.conftest import PROXY, Tenant
-from tests.functional.test_pipeline import priorities_seen  # noqa: F401
-from tests.functional.test_pipeline import statsd  # noqa: F401
-
-PROXY_CONF = '/etc/swift/proxy-server.conf'
-
-
-@pytest.fixture(scope='module')
-def store(cluster):
-    _, primary, _ = cli.load(PROXY_CONF)
-    return primary
+from tests.functional.conftest import PROXY, PROXY_CONF, Tenant
 
 
 @pytest.fixture(scope='module')
@@ -70,7 +59,7 @@ def swift_mass(*args):
 
 
 def test_writer_is_classified_and_its_requests_tagged(func, bucket, store,
-                                                      statsd):  # noqa: F811
+                                                      statsd):
     store.delete_pin(func.account)
     writes(func, bucket, 40)
     entry = wait_for(store, func.account, lambda e: e['class'] == 'write')

@@ -1,16 +1,11 @@
 """Mass in a real SAIO pipeline: requests work, tags cannot be forged."""
 import hashlib
-import socket
-import time
 import uuid
 
 import pytest
 import requests
 
 from tests.functional.conftest import PROXY
-
-# tools/saio points the mass_queue filters' statsd at this address.
-STATSD = ('127.0.0.1', 8125)
 OBJECT_SERVERS = ['http://127.0.0.%d:62%d0' % (n, n) for n in (1, 2, 3, 4)]
 
 
@@ -72,43 +67,6 @@ def test_large_metadata_and_long_utf8_names(tenant, container):
     assert resp.status_code == 201, resp.text
     head = tenant.request('HEAD', '/%s/%s' % (container, name))
     assert head.headers['X-Object-Meta-K29'] == 'v' * 250
-
-
-class StatsdListener(object):
-    def __init__(self):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(STATSD)
-        self.sock.settimeout(0.2)
-
-    def metrics(self, wait=1.5, limit=30.0):
-        """Counter names received until nothing arrives for `wait` seconds
-        (or for `limit` seconds in all, under a steady load)."""
-        names = []
-        deadline = time.time() + wait
-        end = time.time() + limit
-        while time.time() < min(deadline, end):
-            try:
-                data = self.sock.recv(65535).decode()
-            except socket.timeout:
-                continue
-            for line in data.splitlines():
-                names.append(line.split(':', 1)[0])
-                deadline = time.time() + wait
-        return names
-
-    def close(self):
-        self.sock.close()
-
-
-@pytest.fixture
-def statsd(cluster):
-    try:
-        listener = StatsdListener()
-    except OSError as err:
-        pytest.fail('cannot listen on %s:%d for statsd: %s' % (
-            STATSD + (err,)))
-    yield listener
-    listener.close()
 
 
 def priorities_seen(metrics):

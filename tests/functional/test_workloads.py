@@ -14,11 +14,7 @@ import pytest
 import redis
 import requests
 
-from swift_mass import cli
-from tests.functional.conftest import PROXY, SAIO, Tenant
-from tests.functional.test_pipeline import StatsdListener
-
-PROXY_CONF = '/etc/swift/proxy-server.conf'
+from tests.functional.conftest import PROXY, SAIO, StatsdListener, Tenant
 CLASSIFY_WITHIN = 30  # s: window 20 s + a few intervals (tools/saio.d)
 
 WORKLOADS = {        # read share, object size: the slides' A, B, C
@@ -88,12 +84,6 @@ class Workload(threading.Thread):
     def stop(self):
         self.stopping.set()
         self.join(timeout=60)
-
-
-@pytest.fixture(scope='module')
-def store(cluster):
-    _, primary, _ = cli.load(PROXY_CONF)
-    return primary
 
 
 @pytest.fixture(scope='module')
