@@ -11,7 +11,8 @@ class ConfigError(ValueError):
     pass
 
 
-def _bad(section, option, value, allowed):
+def invalid_option(section, option, value, allowed):
+    """The error for an option whose value is not among `allowed`."""
     return ConfigError('[%s] %s = %r is not valid; allowed: %s'
                        % (section, option, value, allowed))
 
@@ -29,11 +30,11 @@ def _number_option(conf, section, option, default, minimum, maximum,
     try:
         value = parse(str(raw).strip())
     except ValueError:
-        raise _bad(section, option, raw, allowed)
+        raise invalid_option(section, option, raw, allowed)
     # value != value: NaN, which no range check would catch
     if value != value or ((minimum is not None and value < minimum) or
                           (maximum is not None and value > maximum)):
-        raise _bad(section, option, raw, allowed)
+        raise invalid_option(section, option, raw, allowed)
     return value
 
 
@@ -65,7 +66,8 @@ def bool_option(conf, section, option, default):
         return True
     if text in _FALSE:
         return False
-    raise _bad(section, option, raw, 'one of ' + ', '.join(_TRUE + _FALSE))
+    raise invalid_option(section, option, raw,
+                         'one of ' + ', '.join(_TRUE + _FALSE))
 
 
 def choice_option(conf, section, option, default, choices):
@@ -73,7 +75,8 @@ def choice_option(conf, section, option, default, choices):
     raw = conf.get(option, default)
     value = str(raw).strip().lower()
     if value not in choices:
-        raise _bad(section, option, raw, 'one of ' + ', '.join(choices))
+        raise invalid_option(section, option, raw,
+                             'one of ' + ', '.join(choices))
     return value
 
 

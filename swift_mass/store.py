@@ -36,7 +36,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from swift_mass.config import ConfigError, int_option
+from swift_mass.config import choice_option, int_option, invalid_option
 
 SECTION = 'filter:mass'
 STORES = ('redis', 'memcache', 'local')
@@ -674,11 +674,6 @@ class ResilientStore(Store):
         return health
 
 
-def _invalid(option, value, allowed):
-    return ConfigError('[%s] %s = %r is not valid; allowed: %s'
-                       % (SECTION, option, value, allowed))
-
-
 def _redis_store(url, timeout_ms):
     allowed = 'a %s URL' % ', '.join(s + '://' for s in REDIS_SCHEMES)
     try:
@@ -690,8 +685,8 @@ def _redis_store(url, timeout_ms):
         return RedisStore(url, socket_timeout_ms=timeout_ms,
                           connect_timeout_ms=timeout_ms)
     except ValueError as err:
-        raise _invalid('redis_url', _redacted(url),
-                       '%s (%s)' % (allowed, err))
+        raise invalid_option(SECTION, 'redis_url', _redacted(url),
+                             '%s (%s)' % (allowed, err))
 
 
 def store_from_conf(conf, logger, memcache=None):
@@ -703,9 +698,7 @@ def store_from_conf(conf, logger, memcache=None):
     default 30).  ``memcache`` is Swift's MemcacheRing if there is one.
     Raises :class:`ConfigError` naming the first bad option.
     """
-    kind = str(conf.get('store', 'redis')).strip().lower()
-    if kind not in STORES:
-        raise _invalid('store', conf.get('store'), ', '.join(STORES))
+    kind = choice_option(conf, SECTION, 'store', 'redis', STORES)
     timeout_ms = int_option(conf, SECTION, 'redis_timeout_ms',
                             DEFAULT_TIMEOUT_MS, minimum=1)
     retry_after = int_option(conf, SECTION, 'store_retry_after',
