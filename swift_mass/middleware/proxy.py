@@ -87,7 +87,13 @@ class AccountSysmeta(object):
         if self.cache is not None:
             env['swift.cache'] = self.cache
         req = Request.blank('/v1/' + tenant, environ=env, headers=headers)
-        return req.get_response(self.app)
+        try:
+            return req.get_response(self.app)
+        finally:
+            # The proxy app tags this green thread's log lines with the
+            # subrequest's transaction id; the control loop's decisions,
+            # logged next, belong to no transaction.
+            self.logger.txn_id = None
 
     def load(self, tenant):
         if self.clock() - self._absent.get(tenant, -1e9) < self.negative_ttl:

@@ -240,3 +240,23 @@ def test_a_body_in_memory_can_be_served_twice():
     assert b''.join(body) == b'not found'
     (_, counts), = pending(mass).items()
     assert counts['ops.DELETE'] == 1 and counts['bytes_out'] == 9
+
+
+def test_decisions_are_not_logged_under_a_subrequests_txn_id():
+    # the sysmeta HEAD's transaction id stayed on the loop's green thread,
+    # so the decisions logged after it claimed to belong to that request
+    from swift.common.utils import get_logger
+    mass, backend = make()
+    logger = get_logger({}, log_route='mass-test')
+    mass.sysmeta.logger = logger
+
+    def app_that_sets_a_txn_id(env, start_response):
+        logger.txn_id = 'tx-sysmeta-head'
+        return backend(env, start_response)
+    mass.sysmeta.app = app_that_sets_a_txn_id
+    logger.txn_id = None
+    for _ in range(12):
+        call(mass, method='PUT', body=b'z')
+    mass.agent.tick()
+    assert mass.agent.policy('AUTH_t')['class'] == 'write'
+    assert logger.txn_id is None
