@@ -8,6 +8,9 @@ It reads the same shared store the proxies use, configured by the
     swift-mass explain TENANT      the numbers behind the tenant's decision
     swift-mass pin TENANT --class write [--ring bulk] [--method batch]
     swift-mass unpin TENANT
+    swift-mass bench [--tenant ACCOUNT:USER:KEY=WORKLOAD ...] [--staged S]
+                                   workloads against a SAIO in the modes
+                                   default, static and mass (swift_mass.bench)
 
 Every command takes ``--json``.  Pins take effect within one interval of
 the leader; the controller never overrides them.
@@ -20,7 +23,7 @@ import time
 from swift.common.memcached import load_memcache
 from swift.common.utils import readconf
 
-from swift_mass import classify, controller, monitor
+from swift_mass import bench, classify, controller, monitor
 from swift_mass.config import ConfigError, control_settings, int_option, \
     substore_option
 from swift_mass.store import ResilientStore, store_from_conf
@@ -189,7 +192,12 @@ def main(argv=None):
     p.add_argument('--method', choices=controller.METHODS)
     p = sub.add_parser('unpin')
     p.add_argument('tenant')
+    p = sub.add_parser('bench', help='tenants\' workloads against a '
+                       'SAIO, compared with and without Mass')
+    bench.add_arguments(p)
     args = parser.parse_args(argv)
+    if args.command == 'bench':
+        return bench.main(args)
     try:
         conf, store, settings = load(args.conf)
         result = globals()['cmd_' + args.command](args, conf, store,

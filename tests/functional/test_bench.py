@@ -1,0 +1,52 @@
+"""swift-mass bench end to end on the SAIO, on a tiny workload: it runs
+every mode, leaves the cluster as it found it, and writes well-formed
+results and plots.  How fast anything is, is not a test's business."""
+import json
+import os
+import subprocess
+import sys
+
+from tests.functional.conftest import ROOT, saio
+
+TENANTS = ['photos:web:web=A,objects=4,warmup=0.5,size=64k',
+           'backup:job:job=C,warmup=0.5']
+
+
+def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):
+    before = store.get_pins()
+    cmd = [sys.executable, '-m', 'swift_mass.cli', 'bench', '--cycles', '1',
+           '--seconds', '2', '--out', str(tmp_path)]
+    for tenant in TENANTS:
+        cmd += ['--tenant', tenant]
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    result = json.load(open(os.path.join(str(tmp_path), 'results.json')))
+    assert result['modes'] == ['default', 'static', 'mass']
+    # one cycle: each mode once, and default a second time (A/A control)
+    assert [(r['mode'], r['control']) for r in result['runs']] == [
+        ('default', False), ('default', True), ('static', False),
+        ('mass', False)]
+    for run in result['runs']:
+        assert set(run['tenants']) == {'photos', 'backup'}
+        for figures in run['tenants'].values():
+            assert figures['operations'] > 0
+            assert figures['errors'] == 0, figures['statuses']
+            assert len(figures['timeline']['ops']) == 2
+    photos = result['runs'][0]['tenants']['photos']
+    assert set(photos['by_operation']) == {'GET'}
+    assert result['runs'][0]['tenants']['backup']['by_operation'].keys() \
+        == {'PUT'}
+    assert result['tenants']['photos']['workload']['intended_class'] == \
+        'read'
+    summary = result['summary']['photos']
+    assert set(summary) == {'default', 'static', 'mass', 'control'}
+    assert summary['mass']['throughput_ratio']['cycles']
+    # the table and the plots
+    assert 'ops/s vs default' in proc.stdout
+    for name in ('throughput.png', 'latency.png'):
+        with open(os.path.join(str(tmp_path), name), 'rb') as fp:
+            assert fp.read(8) == b'\x89PNG\r\n\x1a\n'
+    # as found: Mass in the pipelines again, no pins left behind
+    assert store.get_pins() == before
+    assert 'with mass' in saio('status').stdout
