@@ -102,6 +102,8 @@ class Agent(object):
         figures = self.tenant_figures(now)
         pins = self.store.get_pins()
         empty = monitor.figures([])
+        totals = controller.latency_totals(figures.values())
+        min_requests = self.settings.thresholds.min_requests
         table = dict(self.table)
         changed = []
         for tenant in set(figures) | set(pins) | set(table):
@@ -109,9 +111,12 @@ class Agent(object):
             recalled = previous is None and self.durable is not None
             if recalled:
                 previous = self.durable.load(tenant)
+            own = figures.get(tenant, empty)
             entry, reasons = controller.decide(
-                tenant, previous, figures.get(tenant, empty), now,
-                self.settings, pin=pins.get(tenant))
+                tenant, previous, own, now, self.settings,
+                pin=pins.get(tenant),
+                reference=lambda cls, own=own: controller.reference_latency(
+                    cls, totals, own, min_requests))
             for reason in reasons:
                 self.logger.info('mass decision: %s' % reason)
             if entry is None:

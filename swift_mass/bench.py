@@ -271,6 +271,7 @@ class Bench(object):
         self.settle = settle
         self.pinned = set()
         self.run_number = 0
+        self.pipeline = None  # 'with' or 'without' once switched
 
     # ---- modes
 
@@ -287,8 +288,10 @@ class Bench(object):
         if self.saio is None:
             raise RuntimeError('switching Mass in and out of the pipeline '
                                'needs tools/saio (--saio PATH)')
+        self.pipeline = 'unknown'
         subprocess.run([self.saio, 'pipeline', mode], check=True,
                        stdout=subprocess.DEVNULL)
+        self.pipeline = mode
 
     def switch(self, mode):
         want = 'without' if mode == 'default' else 'with'
@@ -651,7 +654,8 @@ def main(args):
             text = format_summary(result)
     finally:
         bench.unpin()
-        if bench.mode == 'default' and bench.saio:
+        if bench.pipeline not in (None, 'with'):
+            # leave the cluster as it was found: Mass in the pipelines
             bench._pipeline('with')
     result.update({
         'command': ' '.join(['swift-mass', 'bench'] + sys.argv[2:]),

@@ -171,3 +171,19 @@ def test_statsd_name():
     assert agent_mod.statsd_name('AUTH_test') == 'AUTH_test'
     assert agent_mod.statsd_name('AUTH_\xc3\xa9.x:y|z@w') == \
         'AUTH____x_y_z_w'
+
+
+def test_baseline_records_the_other_tenants_latency():
+    agent, clock, _ = make()
+    load(agent, 'reader', 60, 0)
+    for _ in range(60):
+        # another tenant's GETs, slower: the cluster's reference
+        agent.record('other', monitor.request_counts('GET', 200, 0, 10,
+                                                     0.05))
+    agent.tick()
+    entry = agent.policy('reader')
+    assert entry['class'] == 'read'
+    assert entry['baseline_ms'] == 10.0
+    assert entry['baseline_reference_ms'] == 50.0
+    # the other tenant's own reference is the reader's latency
+    assert agent.policy('other')['baseline_reference_ms'] == 10.0

@@ -147,3 +147,52 @@ def test_validation_waits_for_traffic():
     kept, reasons = controller.decide('t', no_baseline, figures(95, 5), 100,
                                       SETTINGS)
     assert kept['validated'] and 'no baseline' in reasons[0]
+
+
+def test_reference_latency_is_the_other_tenants():
+    mine = figures(95, 5, get_ms=100)
+    theirs = figures(50, 50, get_ms=20, put_ms=40)
+    totals = controller.latency_totals([mine, theirs])
+    assert totals['GET'] == (pytest.approx(95 * 100 + 50 * 20), 145)
+    # readers are judged by GETs, writers by PUTs, mixed by everything
+    assert controller.reference_latency('read', totals, mine, 10) == \
+        pytest.approx(20.0)
+    assert controller.reference_latency('write', totals, mine, 10) == \
+        pytest.approx(40.0)
+    assert controller.reference_latency('mixed', totals, mine, 10) == \
+        pytest.approx(30.0)
+    # too few requests by the others stand for nothing
+    assert controller.reference_latency('read', totals, mine, 51) is None
+    alone = controller.latency_totals([mine])
+    assert controller.reference_latency('read', alone, mine, 1) is None
+
+
+def test_validation_discounts_a_load_change_everyone_saw():
+    # the demo deleted batch when the whole cluster got busier: 29.7 ms
+    # before, 131 ms after, while the other tenants slowed as much
+    entry, _ = controller.decide('t', None, figures(5, 95, put_ms=30), 0,
+                                 SETTINGS, reference=lambda cls: 25.0)
+    assert entry['baseline_reference_ms'] == 25.0
+    kept, reasons = controller.decide(
+        't', entry, figures(5, 95, put_ms=131), 60, SETTINGS,
+        reference=lambda cls: 120.0)
+    assert kept['method'] == 'batch' and kept['validated']
+    assert reasons == ["t: batch validated: 1.09 against 1.20 times the "
+                       "other tenants' latency (131.0 ms against 30.0 ms "
+                       "before; theirs 120.0 ms, before 25.0 ms)"]
+    # slower than the others by more than the margin: deleted
+    deleted, reasons = controller.decide(
+        't', entry, figures(5, 95, put_ms=131), 60, SETTINGS,
+        reference=lambda cls: 60.0)
+    assert deleted['method'] == 'none'
+    assert 'made latency worse: 2.18 against 1.20 times' in reasons[0]
+
+
+def test_validation_without_a_reference_then_compares_absolutes():
+    entry, _ = controller.decide('t', None, figures(5, 95, put_ms=30), 0,
+                                 SETTINGS, reference=lambda cls: None)
+    deleted, reasons = controller.decide(
+        't', entry, figures(5, 95, put_ms=131), 60, SETTINGS,
+        reference=lambda cls: 120.0)
+    assert deleted['method'] == 'none'
+    assert '131.0 ms against 30.0 ms before' in reasons[0]
