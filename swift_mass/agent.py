@@ -85,6 +85,8 @@ class Agent(object):
         version = self.store.table_version()
         if version != self.table_version:
             self.table_version, self.table = self.store.get_table()
+            if self.durable is not None:
+                self.durable.known(self.table)
 
     def tenant_figures(self, now):
         since = monitor.window_buckets(now, self.settings.window,

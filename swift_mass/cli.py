@@ -11,9 +11,20 @@ It reads the same shared store the proxies use, configured by the
     swift-mass bench [--tenant ACCOUNT:USER:KEY=WORKLOAD ...] [--staged S]
                                    workloads against a SAIO in the modes
                                    default, static and mass (swift_mass.bench)
+    swift-mass check-rings [--swift-dir /etc/swift] [--strict]
+                                   each storage policy's ring spread over
+                                   servers; warns about substores that
+                                   leave servers out (swift_mass.rings)
 
 Every command takes ``--json``.  Pins take effect within one interval of
 the leader; the controller never overrides them.
+
+Moving a tenant's existing containers to its substore is explicit
+(swift_mass.migrate), with operator credentials (--auth-url, --user,
+--key or ST_AUTH, ST_USER, ST_KEY: a reseller admin)::
+
+    swift-mass migrate plan TENANT [CONTAINER...] [--policy NAME]
+    swift-mass migrate run TENANT [CONTAINER...] [--policy NAME]
 """
 import argparse
 import json
@@ -23,7 +34,7 @@ import time
 from swift.common.memcached import load_memcache
 from swift.common.utils import readconf
 
-from swift_mass import bench, classify, controller, monitor
+from swift_mass import bench, classify, controller, monitor, rings
 from swift_mass.config import ConfigError, control_settings, int_option, \
     substore_option
 from swift_mass.store import ResilientStore, store_from_conf
@@ -38,12 +49,18 @@ class Quiet(object):
         self.messages = []
 
     def _keep(self, msg, *args, **kwargs):
+        if len(args) == 1 and isinstance(args[0], dict):
+            args = args[0]  # logging's "%(name)s" form, as memcache uses
         self.messages.append(msg % args if args else msg)
 
     warning = error = info = debug = exception = _keep
 
-    def increment(self, *args, **kwargs):
+    def _no_metrics(self, *args, **kwargs):
         pass
+
+    # the statsd half of Swift's logger, which its memcache client uses
+    increment = decrement = timing = timing_since = update_stats = \
+        transfer_rate = _no_metrics
 
 
 def load(conf_path):
@@ -151,7 +168,22 @@ def cmd_unpin(args, conf, store, settings):
     return {'tenant': args.tenant, 'pin': None}
 
 
+def cmd_migrate(args, conf, store, settings):
+    # swiftclient is needed by this command only
+    from swift_mass import migrate
+    table = {} if args.policy else store.get_table()[1]
+
+    def progress(message):
+        print('swift-mass migrate: %s' % message, file=sys.stderr,
+              flush=True)
+    return migrate.command(args, table, progress)
+
+
 def show(command, result):
+    if command == 'migrate':
+        from swift_mass import migrate
+        print(migrate.text(result))
+        return
     if command == 'tenants':
         print('%-24s %-8s %-10s %-7s %6s %8s %8s %9s %9s' % (
             'tenant', 'class', 'ring', 'method', 'pinned', 'reads',
@@ -173,6 +205,23 @@ def show(command, result):
         print('%-26s %s' % (key + ':', value))
 
 
+def check_rings(args):
+    """swift-mass check-rings: needs the ring files, not the store.  Exit
+    1 when a ring cannot be read (or, with --strict, on a warning)."""
+    try:
+        result = rings.report(args.swift_dir)
+    except Exception as err:
+        print('swift-mass: %s: %s' % (type(err).__name__, err),
+              file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(rings.format_report(result))
+    return 1 if result['errors'] or (args.strict and result['warnings']) \
+        else 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog='swift-mass', description=__doc__.split('\n')[0])
@@ -192,10 +241,40 @@ def main(argv=None):
     p.add_argument('--method', choices=controller.METHODS)
     p = sub.add_parser('unpin')
     p.add_argument('tenant')
+    p = sub.add_parser('migrate', help='move a tenant\'s containers to '
+                       'its substore (plan: show what would move)')
+    actions = p.add_subparsers(dest='action', required=True)
+    for action in ('plan', 'run'):
+        p = actions.add_parser(action)
+        p.add_argument('tenant', help='the account, e.g. AUTH_test')
+        p.add_argument('containers', nargs='*', metavar='container',
+                       help='default: all of the tenant\'s containers')
+        p.add_argument('--policy', help='target storage policy (default: '
+                       'the substore of the tenant\'s Mass policy)')
+        p.add_argument('--auth-url', help='default: $ST_AUTH')
+        p.add_argument('--user', help='default: $ST_USER')
+        p.add_argument('--key', help='default: $ST_KEY')
+        p.add_argument('--concurrency', type=int, default=8)
+        p.add_argument('--settle', type=float, default=60.0,
+                       help='seconds between marking a container and its '
+                       'last listing, for writes in flight and cached '
+                       'container info (default 60)')
+        p.add_argument('--lock-ttl', type=int, default=30,
+                       help='seconds the lock of a killed run lasts')
+        p.add_argument('--json', action='store_true',
+                       default=argparse.SUPPRESS)
+    p = sub.add_parser('check-rings', help='each storage policy\'s ring '
+                       'spread over servers and devices')
+    p.add_argument('--swift-dir', default='/etc/swift',
+                   help='where swift.conf and the ring files are')
+    p.add_argument('--strict', action='store_true',
+                   help='exit 1 when there is a warning')
     p = sub.add_parser('bench', help='tenants\' workloads against a '
                        'SAIO, compared with and without Mass')
     bench.add_arguments(p)
     args = parser.parse_args(argv)
+    if args.command == 'check-rings':
+        return check_rings(args)
     if args.command == 'bench':
         return bench.main(args)
     try:

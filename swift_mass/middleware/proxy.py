@@ -29,6 +29,17 @@ shared store and reloads.  The shared store is Redis; when Redis is down,
 Swift's memcache, then worker-local state, stand in (a request never fails
 or waits because a store is down).
 
+Routing: a container PUT of a tenant whose policy names a substore (a
+storage policy of swift.conf) gets ``X-Storage-Policy: <substore>`` when it
+names no policy itself and the container does not exist yet (learnt with
+``get_container_info``, which uses the proxy's info caches); when the
+backend answers 409 anyway (the container exists with another policy: a
+race, or stale cached info) the PUT is sent once more exactly as the client
+sent it, so the client gets Swift's own answer.  The rules are in
+``swift_mass.routing``.  Swift's per-policy proxy options
+(``[proxy-server:policy:N]``: read and write affinity, sorting) tune each
+substore; see ``etc/proxy-server.conf-sample``.
+
 Requests without a tenant (``/info``, ``/auth``, ``/healthcheck``, reserved
 and ``.``-prefixed system accounts) are passed on with only the forged tags
 removed.
@@ -47,16 +58,20 @@ import time
 
 import eventlet
 
+from swift.common.http import is_success
 from swift.common.memcached import load_memcache
 from swift.common.registry import register_swift_info
-from swift.common.swob import Request, wsgi_quote
+from swift.common.swob import HeaderEnvironProxy, Request, wsgi_quote
 from swift.common.utils import ClosingIterator, config_true_value, \
-    get_logger
+    drain_and_close, get_logger
+from swift.common.wsgi import WSGIContext
+from swift.proxy.controllers.base import get_container_info
 
-from swift_mass import monitor, tags
+from swift_mass import migrating, monitor, routing, tags
 from swift_mass.agent import Agent
 from swift_mass.config import ConfigError, bool_option, control_settings, \
     float_option, int_option
+from swift_mass.policies import Methods
 from swift_mass.store import store_from_conf
 from swift_mass.tenant import object_of, tenant_of
 
@@ -111,6 +126,13 @@ class AccountSysmeta(object):
             self._absent[tenant] = self.clock()
         return entry
 
+    def known(self, tenants):
+        """Tenants some leader has decided for (they are in the table this
+        worker loaded): whatever this worker learnt of their absence is
+        out of date, and a later recall must read their sysmeta again."""
+        for tenant in tenants:
+            self._absent.pop(tenant, None)
+
     def save(self, tenant, entry):
         value = json.dumps(entry, sort_keys=True) if entry else ''
         try:
@@ -151,6 +173,43 @@ class CountedBody(ClosingIterator):
             self.on_close(self.sent)
 
 
+class RoutedPut(WSGIContext):
+    """A container PUT sent with the tenant's substore, and sent again as
+    the client sent it if the backend answers 409."""
+
+    def __init__(self, app, logger):
+        super(RoutedPut, self).__init__(app)
+        self.logger = logger
+
+    def __call__(self, env, start_response, tenant, policy):
+        # The proxy rewrites some request headers in the environ as it
+        # handles a container PUT (ACLs, owner-only headers); a retry must
+        # start from the client's own.
+        sent = {k: v for k, v in env.items() if k.startswith('HTTP_')}
+        env['HTTP_X_STORAGE_POLICY'] = policy
+        app_iter = self._app_call(env)
+        status = self._get_status_int()
+        if status != 409:
+            if is_success(status):
+                self.logger.increment('routed')
+            self.logger.info('mass: routed new container %s of %s to '
+                             'storage policy %s: %d' % (
+                                 wsgi_quote(env['PATH_INFO']), tenant,
+                                 policy, status))
+            start_response(self._response_status, self._response_headers,
+                           self._response_exc_info)
+            return app_iter
+        drain_and_close(app_iter)  # a short error page
+        self.logger.increment('route_conflict')
+        self.logger.info('mass: %s of %s exists in another storage policy '
+                         'than %s; sent again without one' % (
+                             wsgi_quote(env['PATH_INFO']), tenant, policy))
+        for key in [k for k in env if k.startswith('HTTP_')]:
+            del env[key]
+        env.update(sent)
+        return self.app(env, start_response)
+
+
 class MassMiddleware(object):
 
     def __init__(self, app, conf, logger=None, store=None):
@@ -172,10 +231,18 @@ class MassMiddleware(object):
         self.store = store or store_from_conf(
             conf, self.logger, memcache=load_memcache(conf, self.logger))
         self.sysmeta = AccountSysmeta(app, self.logger)
+        # cache and merge, and the generation bumps every write needs
+        self.methods = Methods(app, conf, self.logger, self.store)
         self.agent = Agent(
             self.store, settings, worker_name(), self.logger,
             interval=interval, bucket_seconds=bucket, durable=self.sysmeta)
         self._loop_pid = None
+        self.migrate_retry_after = int_option(
+            conf, SECTION, 'migrate_retry_after',
+            migrating.DEFAULT_RETRY_AFTER, 1)
+        # swift-mass migrate runs only where writes are refused meanwhile
+        register_swift_info('mass_migrate',
+                            retry_after=self.migrate_retry_after)
         register_swift_info(
             'mass', default_priority=self.default_priority,
             priority_min=tags.PRIORITY_MIN, priority_max=tags.PRIORITY_MAX,
@@ -205,6 +272,8 @@ class MassMiddleware(object):
             eventlet.sleep(min(1.0, self.agent.interval))
 
     def __call__(self, env, start_response):
+        # swift-mass migrate's mark, not a forged tag (see migrating)
+        mark = env.pop(migrating.MARK_ENV, None)
         forged = tags.strip_client_tags(env)
         if forged:
             self.logger.increment('forged_tags')
@@ -215,20 +284,53 @@ class MassMiddleware(object):
         env[tags.ENV_PRIORITY] = self.default_priority
         env['HTTP_X_BACKEND_MASS_TENANT'] = wsgi_quote(tenant, safe='')
         env['HTTP_X_BACKEND_MASS_PRIORITY'] = self._priority_header
+        refused = migrating.refusal(env, self.app, mark,
+                                    self.migrate_retry_after)
+        if refused is not None:
+            return refused(env, start_response)
+        start_response = migrating.showing_mark(env, start_response)
         if not self.control_loop:
-            return self.app(env, start_response)
+            # writes still bump generations: other proxies may cache
+            return self.methods.app_for(env, None, self.app)(
+                env, start_response)
         self._ensure_loop(env)
         entry = self.agent.policy(tenant)
+        app = self.app
         if entry is not None:
             env[tags.ENV_POLICY] = entry
             env['HTTP_X_BACKEND_MASS_CLASS'] = entry['class']
+            if entry.get('ring') and env['REQUEST_METHOD'] == 'PUT' and \
+                    routing.container_of(env['PATH_INFO']):
+                app = self._route
+        app = self.methods.app_for(env, entry, app)
         op = monitor.operation(env['REQUEST_METHOD'], env.get('swift.source'))
         if op is None:
             # the effect of a request that is counted already
-            return self.app(env, start_response)
-        return self._counted(env, start_response, tenant, op)
+            return app(env, start_response)
+        return self._counted(env, start_response, tenant, op, app)
 
-    def _counted(self, env, start_response, tenant, op):
+    def _route(self, env, start_response):
+        """A PUT of a tenant whose policy has a substore: a new container
+        gets the substore's storage policy (swift_mass.routing)."""
+        tenant = env['HTTP_X_BACKEND_MASS_TENANT']  # quoted for logs
+
+        def container_exists():
+            # pre-authorised, and from the infocache or memcache when the
+            # proxy knows the container already
+            info = get_container_info(env, self.app, swift_source='MASS')
+            return routing.existence(info['status'])
+
+        policy, reason = routing.decide(
+            'PUT', env['PATH_INFO'], HeaderEnvironProxy(env),
+            env[tags.ENV_POLICY], container_exists)
+        if policy is None:
+            self.logger.debug('mass: %s of %s not routed: %s' % (
+                wsgi_quote(env['PATH_INFO']), tenant, reason))
+            return self.app(env, start_response)
+        return RoutedPut(self.app, self.logger)(
+            env, start_response, tenant, policy)
+
+    def _counted(self, env, start_response, tenant, op, app):
         started = time.time()
         is_object = object_of(env['PATH_INFO'])
         try:
@@ -255,7 +357,7 @@ class MassMiddleware(object):
             self.agent.record(tenant, monitor.request_counts(
                 op, status, bytes_in, sent, time.time() - started, size))
 
-        app_iter = self.app(env, counting_start_response)
+        app_iter = app(env, counting_start_response)
         if isinstance(app_iter, (list, tuple)):
             # A body already in memory is complete, and some middlewares
             # (object_versioning's DELETE) drain a response and then serve

@@ -84,8 +84,9 @@ def test_client_cannot_raise_its_priority(tenant, container, statsd, header):
     assert tenant.request('GET', path, headers={header: '9'}).content == \
         b'x' * 100
     seen = priorities_seen(statsd.metrics())
-    # a 3-replica PUT and a GET: at least 4 object-server requests
-    assert len(seen) >= 4
+    # a PUT to every replica (2 or 3: the tenant's substore may be a
+    # 2-replica policy) and a GET: at least 3 object-server requests
+    assert len(seen) >= 3
     assert set(seen) == {'5'}
 
 

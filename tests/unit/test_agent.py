@@ -34,6 +34,9 @@ class Durable(object):
     def load(self, tenant):
         return self.entries.get(tenant)
 
+    def known(self, tenants):
+        pass
+
     def save(self, tenant, entry):
         self.saved.append(tenant)
         if entry is None:

@@ -260,3 +260,39 @@ def test_decisions_are_not_logged_under_a_subrequests_txn_id():
     mass.agent.tick()
     assert mass.agent.policy('AUTH_t')['class'] == 'write'
     assert logger.txn_id is None
+
+
+def test_recall_after_store_loss_by_a_leader_that_saw_no_policy_before():
+    # Two proxies share the store and the account.  The one that leads
+    # after Redis lost everything had once found no policy in the tenant's
+    # sysmeta; the other decided and saved one meanwhile.  The recall must
+    # read the sysmeta again, not trust the old absence (it did: the tenant
+    # came back unclassified, on the SAIO with its second proxy).
+    backend, store = Backend(), LocalStore()
+    conf = {'read_substore': 'fast', 'write_substore': 'bulk',
+            'min_requests': '10'}
+    first = proxy.MassMiddleware(backend, conf, store=store)
+    second = proxy.MassMiddleware(backend, conf, store=store)
+    first.agent.owner, second.agent.owner = 'proxy1:1', 'proxy2:1'
+
+    def tick(mass):
+        mass.agent._next_tick = 0
+        mass.agent.tick()
+
+    call(second, method='HEAD')
+    tick(second)  # leads; nothing in sysmeta, too few requests
+    assert second.agent.is_leader and second.agent.policy('AUTH_t') is None
+    store.release_lease('proxy2:1')
+    for _ in range(12):
+        call(first, method='PUT', body=b'z')
+    tick(first)  # leads now, decides and saves
+    assert first.agent.policy('AUTH_t')['class'] == 'write'
+    tick(second)  # follows: loads the table
+    assert second.agent.policy('AUTH_t')['class'] == 'write'
+    # Redis restarted empty; the second proxy leads
+    store.__init__()
+    second.agent.table_version = first.agent.table_version = -1
+    call(second, method='HEAD')
+    tick(second)
+    assert second.agent.is_leader
+    assert second.agent.policy('AUTH_t')['class'] == 'write'

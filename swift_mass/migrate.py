@@ -1,0 +1,918 @@
+"""``swift-mass migrate``: move a tenant's existing containers to the storage
+policy (substore) its Mass policy names, explicitly and resumably.
+
+Swift fixes a container's policy when the container is created, so a
+container moves by way of a staging container in the target policy::
+
+    copy     C -> S   every object copied server side, each copy verified
+    empty    C        every object deleted, then C, then C created again in
+                      the target policy
+    restore  S -> C   every object copied back, each copy verified
+    cleanup  S        deleted, with the journal
+
+``C`` is the container, ``S`` its staging container ``.mass-migrate-<C>``
+(a hash when the name would be too long), both in the tenant's account.
+The journal ``.mass-migrate/journal/<C>`` (a JSON object) holds the phase,
+the policy C came from, the target and C's saved metadata; a phase is
+written to it only once the previous one is verified complete, so a run
+that dies anywhere is resumed by running the command again.  Every object
+is at every moment in C or S (or both) with its original ETag: S is a
+verified superset of C before anything in C is deleted, and S is deleted
+only once C holds a verified copy of everything in it.
+
+Client writes (object PUT, POST, DELETE; container PUT, POST, DELETE) to C,
+S and the journal container are answered 503 with Retry-After by the
+``mass`` proxy filter while the container is marked (``X-Mass-Migrating``,
+which the filter takes only from a reseller admin and keeps in container
+sysmeta); the operator's own requests pass.
+
+Only the pure decisions live in functions at the top of this module so they
+can be tested without a cluster; :class:`Migrator` does the I/O with
+swiftclient connections (real HTTP, through the whole proxy pipeline).
+"""
+import hashlib
+import json
+import math
+import os
+import socket
+import threading
+import time
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+
+from swiftclient.exceptions import ClientException
+
+JOURNAL_CONTAINER = '.mass-migrate'
+STAGING_PREFIX = '.mass-migrate-'
+MARK_HEADER = 'X-Mass-Migrating'
+PHASES = ('copy', 'empty', 'restore', 'cleanup')
+# copy passes before a phase gives up on objects it cannot copy
+PASSES = 3
+# Swift's default max_container_name_length.
+MAX_CONTAINER_NAME = 256
+# what HEAD needs to see a manifest or a symlink as itself, not its target
+RAW_QUERY = 'multipart-manifest=get&symlink=get'
+# kinds in the order they are copied: a manifest PUT checks its segments
+# and a static symlink its target, which may be in the same container
+KINDS = ('plain', 'dlo', 'slo', 'symlink')
+
+# Container headers a client can set and that go with the container when it
+# is created again.  X-Versions-Location and X-History-Location are taken off
+# the old container before it is emptied: with them a DELETE would restore
+# an older version instead of emptying it.
+SAVED_HEADERS = ('x-container-read', 'x-container-write',
+                 'x-versions-location', 'x-history-location')
+VERSIONING_HEADERS = ('x-versions-location', 'x-history-location')
+# user metadata that only describes the old container, not its contents
+UNSAVED_META = ()
+
+# Object headers a copy must carry over unchanged, apart from user metadata.
+COMPARED_HEADERS = ('content-type', 'content-disposition', 'content-encoding',
+                    'x-delete-at', 'x-object-manifest',
+                    'x-static-large-object', 'x-symlink-target',
+                    'x-symlink-target-account', 'x-symlink-target-etag')
+
+
+class MigrationError(Exception):
+    pass
+
+
+class LockHeld(MigrationError):
+    pass
+
+
+# --- pure decisions ------------------------------------------------------
+
+def staging_name(container):
+    """The deterministic staging container of ``container``."""
+    name = STAGING_PREFIX + container
+    if len(name.encode('utf-8')) <= MAX_CONTAINER_NAME:
+        return name
+    digest = hashlib.sha256(container.encode('utf-8')).hexdigest()
+    return STAGING_PREFIX + 'h-' + digest
+
+
+def is_ours(container):
+    """Whether ``container`` is one of the migration's own containers."""
+    return container == JOURNAL_CONTAINER or \
+        container.startswith(STAGING_PREFIX)
+
+
+def default_policy(policies):
+    for policy in policies:
+        if policy.get('default'):
+            return policy['name']
+    raise MigrationError('the cluster\'s /info names no default policy')
+
+
+def resolve_target(tenant, table, option, policies):
+    """``(policy name, why)``: the policy the tenant's containers move to.
+
+    ``option`` (``--policy``) wins; otherwise the tenant's Mass policy
+    (``table[tenant]['ring']``, '' meaning the default policy).  The name is
+    checked against the cluster's policies (``/info``)."""
+    names = [p['name'] for p in policies]
+    if option:
+        why = '--policy'
+        name = option
+    else:
+        entry = table.get(tenant)
+        if not entry:
+            raise MigrationError(
+                '%s has no Mass policy (swift-mass tenants); give --policy'
+                % tenant)
+        name = entry.get('ring') or default_policy(policies)
+        why = 'Mass policy: class %s, substore %r' % (
+            entry.get('class'), entry.get('ring') or '')
+    for policy in policies:
+        if name == policy['name'] or name in (
+                a.strip() for a in policy.get('aliases', '').split(',')):
+            return policy['name'], why
+    raise MigrationError('storage policy %r is not one of the cluster\'s '
+                         '(%s)' % (name, ', '.join(names)))
+
+
+def refusal(headers):
+    """Why a container (its HEAD headers, lower-case) cannot be migrated,
+    or None."""
+    if headers.get('x-versions-enabled', '').lower() == 'true':
+        return ('object versioning is enabled: its versions live in a '
+                'reserved container this command cannot move')
+    if headers.get('x-container-sync-to'):
+        return ('container sync is configured: emptying the container '
+                'would delete the objects at the sync target')
+    return None
+
+
+def saved_headers(headers):
+    """What of a container's HEAD headers (lower-case) to set on its
+    successor: ACLs, legacy versioning and user metadata (quotas, CORS,
+    temp URL keys, static web included)."""
+    saved = {}
+    for key, value in headers.items():
+        key = key.lower()
+        if key in SAVED_HEADERS or (key.startswith('x-container-meta-') and
+                                    key not in UNSAVED_META):
+            saved[key] = value
+    return saved
+
+
+def kind_of(headers):
+    """plain, slo, dlo or symlink, from an object's raw HEAD headers."""
+    if 'x-symlink-target' in headers:
+        return 'symlink'
+    if headers.get('x-static-large-object', '').lower() == 'true':
+        return 'slo'
+    if 'x-object-manifest' in headers:
+        return 'dlo'
+    return 'plain'
+
+
+def copy_query(kind):
+    """The query that makes a server-side copy copy the object itself: the
+    manifest rather than the concatenated segments, the link rather than
+    its target."""
+    return {'plain': None, 'slo': 'multipart-manifest=get',
+            'dlo': 'multipart-manifest=get',
+            'symlink': 'symlink=get'}[kind]
+
+
+def _etag(value):
+    return (value or '').strip('"')
+
+
+def fingerprint(raw, plain=None):
+    """What a faithful copy has in common with its source: ETag and size
+    (an SLO's from a plain HEAD, ``plain``: its manifest's own ETag records
+    its segments' last-modified times, which a copy of the segments
+    changes), content type, user metadata and the headers that make an
+    object a manifest, a symlink or expiring."""
+    sized = plain if plain is not None else raw
+    found = {'etag': _etag(sized.get('etag')),
+             'content-length': sized.get('content-length')}
+    for key, value in raw.items():
+        key = key.lower()
+        if key in COMPARED_HEADERS or key.startswith('x-object-meta-'):
+            found[key] = value
+    if plain is not None:
+        # SLO answers a manifest GET/HEAD with application/json
+        found['content-type'] = plain.get('content-type')
+    return found
+
+
+def mismatches(source, copy):
+    """The fields (sorted) in which two fingerprints differ."""
+    return sorted(k for k in set(source) | set(copy)
+                  if source.get(k) != copy.get(k))
+
+
+def listing_key(entry):
+    """A listing entry's identity: size, content type and ETag (an SLO's
+    slo_etag, as its hash changes with its segments' copies), plus a
+    symlink's target."""
+    etag = entry.get('slo_etag') or entry.get('hash')
+    return (entry.get('bytes'), entry.get('content_type'), _etag(etag),
+            entry.get('symlink_path'))
+
+
+def listing_kind(entry):
+    """The copy order rank of a listing entry (a DLO is not visible in a
+    listing and goes with the plain objects, which suits it: its PUT checks
+    nothing)."""
+    if entry.get('symlink_path'):
+        return 'symlink'
+    if entry.get('slo_etag'):
+        return 'slo'
+    return 'plain'
+
+
+def in_copy_order(entries):
+    rank = {kind: i for i, kind in enumerate(KINDS)}
+    return sorted(entries, key=lambda e: (rank[listing_kind(e)], e['name']))
+
+
+def index(entries):
+    return {e['name']: listing_key(e) for e in entries}
+
+
+def not_in(entries, other):
+    """The entries whose name is missing from, or whose identity differs
+    in, ``other`` (an :func:`index`)."""
+    return [e for e in entries if other.get(e['name']) != listing_key(e)]
+
+
+def empty_action(entry, staging):
+    """Phase empty, for an object of the old container: 'delete' if the
+    staging container holds the same object, else 'copy' (it was written
+    after the copy phase checked, e.g. into a container a client created
+    again while it was gone) before deleting it."""
+    if staging.get(entry['name']) == listing_key(entry):
+        return 'delete'
+    return 'copy'
+
+
+def restore_action(entry, current):
+    """Phase restore, for an object of the staging container: 'skip' if the
+    new container has it already, 'keep' if it holds a different object of
+    that name (a client wrote it there after the container was created
+    again: newer than the staged one), 'copy' otherwise."""
+    mine = current.get(entry['name'])
+    if mine is None:
+        return 'copy'
+    if mine == listing_key(entry):
+        return 'skip'
+    return 'keep'
+
+
+def container_step(phase, policy, source_policy, target):
+    """Phase empty: what to do with the container given its policy now
+    (None: it does not exist): 'create' it, 'empty' it (the old one, or
+    one a client created in another policy meanwhile), or go on to
+    'restore' (it is in the target policy: the new one)."""
+    if policy is None:
+        return 'create'
+    if policy == target:
+        return 'restore'
+    return 'empty'
+
+
+def mark_value(target, since):
+    return 'target=%s; since=%d' % (target, since)
+
+
+# --- I/O ------------------------------------------------------------------
+
+def _status(err):
+    return getattr(err, 'http_status', None)
+
+
+def _lower(headers):
+    return {k.lower(): v for k, v in headers.items()}
+
+
+class Lock(object):
+    """One runner per container: an object created with ``If-None-Match:
+    *`` that expires by itself (``X-Delete-After``), so the lock of a killed
+    run frees itself after ``ttl`` seconds; a live run renews it every
+    ``ttl / 3`` seconds from a thread.  A renewal reads the lock first and
+    gives up the run if someone else holds it; it can only be fooled by a
+    run that stalls for longer than ``ttl``."""
+
+    def __init__(self, connect, container, ttl, wait, sleep=time.sleep,
+                 clock=time.time):
+        self.connect = connect
+        self.name = 'lock/' + container
+        self.ttl = ttl
+        self.wait = wait
+        self.sleep = sleep
+        self.clock = clock
+        self.owner = '%s:%d:%s' % (socket.gethostname(), os.getpid(),
+                                   os.urandom(4).hex())
+        self.lost = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _put(self, conn, create):
+        headers = {'X-Delete-After': str(max(1, int(math.ceil(self.ttl)))),
+                   'Content-Type': 'application/json'}
+        if create:
+            headers['If-None-Match'] = '*'
+        conn.put_object(JOURNAL_CONTAINER, self.name,
+                        json.dumps({'owner': self.owner}), headers=headers)
+
+    def holder(self, conn):
+        try:
+            _, body = conn.get_object(JOURNAL_CONTAINER, self.name)
+        except ClientException as err:
+            if _status(err) == 404:
+                return None
+            raise
+        return json.loads(body).get('owner')
+
+    def acquire(self, progress):
+        conn = self.connect()
+        deadline = self.clock() + self.wait
+        told = False
+        while True:
+            try:
+                self._put(conn, create=True)
+                break
+            except ClientException as err:
+                if _status(err) != 412:
+                    raise
+            holder = self.holder(conn)
+            if holder == self.owner:
+                break  # our own PUT, retried after a lost answer
+            if self.clock() >= deadline:
+                raise LockHeld('another migrate run holds %s/%s (%s); it '
+                               'frees itself %gs after that run stops' % (
+                                   JOURNAL_CONTAINER, self.name, holder,
+                                   self.ttl))
+            if not told and holder is not None:
+                progress('waiting for the lock held by %s (a run that '
+                         'stopped frees it within %gs)' % (holder, self.ttl))
+                told = True
+            self.sleep(1.0)
+        self._thread = threading.Thread(target=self._renew, daemon=True)
+        self._thread.start()
+
+    def _renew(self):
+        conn = self.connect()
+        while not self._stop.wait(self.ttl / 3.0):
+            try:
+                holder = self.holder(conn)
+                if holder != self.owner:
+                    self.lost = 'the lock is held by %s now' % holder
+                    return
+                self._put(conn, create=False)
+            except Exception:
+                # not lost yet: the lock lives ttl and is tried again
+                # well before that ends
+                continue
+
+    def check(self):
+        if self.lost:
+            raise MigrationError('lost the migration lock: %s' % self.lost)
+
+    def release(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        conn = self.connect()
+        try:
+            if self.holder(conn) == self.owner:
+                conn.delete_object(JOURNAL_CONTAINER, self.name)
+        except ClientException:
+            pass  # it expires by itself
+
+
+class Migrator(object):
+    """Moves one tenant's containers; ``connect()`` returns a swiftclient
+    Connection on the tenant's account (one per thread: they are not
+    thread-safe)."""
+
+    def __init__(self, connect, target, progress=lambda msg: None,
+                 workers=8, settle=60, lock_ttl=30, lock_wait=None,
+                 delete_retries=30, sleep=time.sleep, clock=time.time):
+        self.connect = connect
+        self.target = target
+        self.progress = progress
+        self.workers = max(1, int(workers))
+        self.settle = settle
+        self.lock_ttl = lock_ttl
+        self.lock_wait = lock_ttl + 5 if lock_wait is None else lock_wait
+        self.delete_retries = delete_retries
+        self.sleep = sleep
+        self.clock = clock
+        self._local = threading.local()
+        self.lock = None
+
+    @property
+    def conn(self):
+        conn = getattr(self._local, 'conn', None)
+        if conn is None:
+            conn = self._local.conn = self.connect()
+        return conn
+
+    # --- reading ---------------------------------------------------------
+
+    def listing(self, container, page=10000):
+        """Every object entry of ``container``, page by page (marker)."""
+        entries, marker = [], ''
+        while True:
+            _, page_entries = self.conn.get_container(
+                container, marker=marker, limit=page)
+            if not page_entries:
+                return entries
+            entries.extend(page_entries)
+            marker = page_entries[-1]['name']
+
+    def head_container(self, container):
+        try:
+            return _lower(self.conn.head_container(container))
+        except ClientException as err:
+            if _status(err) == 404:
+                return None
+            raise
+
+    def journal(self, container):
+        try:
+            _, body = self.conn.get_object(JOURNAL_CONTAINER,
+                                           'journal/' + container)
+        except ClientException as err:
+            if _status(err) == 404:
+                return None
+            raise
+        return json.loads(body)
+
+    def write_journal(self, container, journal):
+        journal = dict(journal, updated=self.clock())
+        self.conn.put_object(JOURNAL_CONTAINER, 'journal/' + container,
+                             json.dumps(journal, sort_keys=True),
+                             headers={'Content-Type': 'application/json'})
+        return journal
+
+    def journals(self):
+        """The containers with a move under way."""
+        if self.head_container(JOURNAL_CONTAINER) is None:
+            return []
+        _, entries = self.conn.get_container(JOURNAL_CONTAINER,
+                                             prefix='journal/',
+                                             full_listing=True)
+        return [e['name'][len('journal/'):] for e in entries]
+
+    def plan(self, container):
+        head = self.head_container(container)
+        journal = self.journal(container) if self.head_container(
+            JOURNAL_CONTAINER) is not None else None
+        if head is None and journal is None:
+            raise MigrationError('container %s does not exist' % container)
+        head = head or {}  # between its deletion and its creation
+        policy = head.get('x-storage-policy')
+        row = {'container': container, 'policy': policy,
+               'target': self.target,
+               'objects': int(head.get('x-container-object-count', 0)),
+               'bytes': int(head.get('x-container-bytes-used', 0)),
+               'phase': journal['phase'] if journal else None}
+        reason = refusal(head)
+        if journal:
+            row['target'] = journal['target']
+            row['move'] = 'in progress (phase %s)' % journal['phase']
+        elif reason:
+            row['move'] = 'no: ' + reason
+        elif policy == self.target:
+            row['move'] = 'no: already in %s' % policy
+        else:
+            row['move'] = 'yes'
+        return row
+
+    # --- the procedure ---------------------------------------------------
+
+    def run(self, container):
+        """Move ``container`` (or finish moving it); a summary dict."""
+        if is_ours(container):
+            raise MigrationError('%s is a migration container' % container)
+        started = self.clock()
+        try:
+            self._ensure_container(JOURNAL_CONTAINER, None)
+        except MigrationError:
+            self._forget_journal_container()
+            raise
+        self.lock = Lock(self.connect, container, self.lock_ttl,
+                         self.lock_wait, self.sleep, self.clock)
+        self.lock.acquire(self.progress)
+        try:
+            summary = self._run_locked(container)
+        finally:
+            self.lock.release()
+        self._forget_journal_container()
+        summary['seconds'] = round(self.clock() - started, 2)
+        return summary
+
+    def _run_locked(self, container):
+        summary = {'container': container, 'copied': 0, 'deleted': 0,
+                   'kept_newer': 0, 'restored': 0}
+        journal = self.journal(container)
+        if journal is None:
+            head = self.head_container(container)
+            if head is None:
+                raise MigrationError('container %s does not exist'
+                                     % container)
+            policy = head.get('x-storage-policy')
+            summary.update({'from': policy, 'to': self.target,
+                            'objects': int(head.get(
+                                'x-container-object-count', 0))})
+            if policy == self.target:
+                summary['status'] = 'already in %s' % policy
+                return summary
+            reason = refusal(head)
+            if reason:
+                raise MigrationError('%s: %s' % (container, reason))
+            # written before the mark, so a crash right after leaves a
+            # journal that says what to finish
+            journal = self.write_journal(container, {
+                'container': container, 'staging': staging_name(container),
+                'source_policy': policy, 'target': self.target,
+                'phase': 'copy', 'saved': saved_headers(head),
+                'marked_at': self.clock()})
+        elif journal['target'] != self.target:
+            raise MigrationError(
+                '%s is being moved to %s already (phase %s): finish that '
+                'with --policy %s' % (container, journal['target'],
+                                      journal['phase'], journal['target']))
+        summary.update({'from': journal['source_policy'],
+                        'to': journal['target']})
+        self.progress('%s: %s -> %s, phase %s' % (
+            container, journal['source_policy'], journal['target'],
+            journal['phase']))
+        for phase in PHASES[PHASES.index(journal['phase']):]:
+            self.lock.check()
+            journal = getattr(self, '_phase_' + phase)(container, journal,
+                                                       summary)
+        summary['status'] = 'moved'
+        return summary
+
+    def _mark(self, container, journal):
+        mark = mark_value(journal['target'], journal['marked_at'])
+        self.conn.post_container(container, {MARK_HEADER: mark})
+        self._check_mark(container, self.head_container(container), mark)
+
+    def _check_mark(self, container, head, mark):
+        """Refuse to go on unless the proxy shows the mark: only then are
+        client writes refused (the mass filter runs, and these are a
+        reseller admin's credentials)."""
+        if (head or {}).get(MARK_HEADER.lower()) != mark:
+            raise MigrationError(
+                'the mark on %s did not take: the proxy does not run the '
+                'mass filter, or the credentials are not a reseller '
+                'admin\'s; client writes would not be refused, so nothing '
+                'is moved' % container)
+
+    def _ensure_container(self, container, policy, extra=None):
+        mark = mark_value(policy or '', self.clock())
+        headers = {MARK_HEADER: mark}
+        if policy:
+            headers['X-Storage-Policy'] = policy
+        headers.update(extra or {})
+        try:
+            self.conn.put_container(container, headers=headers)
+        except ClientException as err:
+            if _status(err) != 409:  # 409: it exists in another policy
+                raise
+        head = self.head_container(container)
+        if head is None:
+            raise MigrationError('%s vanished right after it was created'
+                                 % container)
+        if not policy or head.get('x-storage-policy') == policy:
+            # (in another policy it is not ours: the caller sees to it)
+            self._check_mark(container, head, mark)
+        if policy and head.get('x-storage-policy') != policy:
+            return head.get('x-storage-policy')
+        return policy
+
+    def _phase_copy(self, container, journal, summary):
+        staging = journal['staging']
+        self._mark(container, journal)
+        got = self._ensure_container(staging, journal['target'])
+        if got != journal['target']:
+            raise MigrationError(
+                'staging container %s exists in policy %s, not %s: it is '
+                'not this migration\'s' % (staging, got, journal['target']))
+        # writes admitted before the mark reached every proxy (container
+        # info is cached) or still uploading must land before the final
+        # listing below, or they would not be copied
+        wait = journal['marked_at'] + self.settle - self.clock()
+        if wait > 0:
+            self.progress('%s: waiting %ds for writes in flight' % (
+                container, wait))
+            self.sleep(wait)
+        for attempt in range(PASSES + 1):
+            entries = self.listing(container)
+            todo = not_in(entries, index(self.listing(staging)))
+            if not todo:
+                break
+            if attempt == PASSES:
+                raise MigrationError(
+                    '%s: %d objects still differ in %s after %d passes (an '
+                    'object listed but unreadable, e.g. expired, leaves the '
+                    'listing when the object expirer runs): run again '
+                    'later' % (container, len(todo), staging, PASSES))
+            summary['copied'] += self._copy_all(
+                container, staging, in_copy_order(todo), 'copy')
+        # S holds a verified copy of every object of C: from here on S is
+        # the reference and C may be emptied
+        return self.write_journal(container, dict(journal, phase='empty'))
+
+    def _phase_empty(self, container, journal, summary):
+        staging = journal['staging']
+        for attempt in range(5):
+            head = self.head_container(container)
+            step = container_step(
+                'empty', head and head.get('x-storage-policy'),
+                journal['source_policy'], journal['target'])
+            if step == 'restore':
+                break
+            if step == 'empty':
+                self._empty(container, staging, journal, summary)
+                if not self._delete_container(container):
+                    continue  # objects arrived: empty it again
+            self.progress('%s: creating it again in %s' % (
+                container, journal['target']))
+            self._ensure_container(container, journal['target'],
+                                   journal['saved'])
+        else:
+            raise MigrationError(
+                '%s: clients keep creating it again in another policy'
+                % container)
+        return self.write_journal(container, dict(journal, phase='restore'))
+
+    def _empty(self, container, staging, journal, summary):
+        versioning = [h for h in VERSIONING_HEADERS if h in journal['saved']]
+        if versioning:
+            self.conn.post_container(container, {
+                'X-Remove-' + h[2:]: 'x' for h in versioning})
+        self._mark(container, journal)
+        staged = index(self.listing(staging))
+        entries = self.listing(container)
+        late = [e for e in entries if empty_action(e, staged) == 'copy']
+        if late:
+            self.progress('%s: %d objects written late; copying them to %s'
+                          % (container, len(late), staging))
+            summary['copied'] += self._copy_all(
+                container, staging, in_copy_order(late), 'copy late')
+            staged = index(self.listing(staging))
+            late = [e for e in late if empty_action(e, staged) == 'copy']
+            if late:
+                raise MigrationError('%s: %d late objects not in %s' % (
+                    container, len(late), staging))
+        summary['deleted'] += self._delete_all(container, entries, 'empty')
+
+    def _phase_restore(self, container, journal, summary):
+        staging = journal['staging']
+        self._mark(container, journal)
+        for attempt in range(PASSES + 1):
+            staged = self.listing(staging)
+            current = index(self.listing(container))
+            todo = [e for e in staged
+                    if restore_action(e, current) == 'copy']
+            kept = [e['name'] for e in staged
+                    if restore_action(e, current) == 'keep']
+            if not todo:
+                break
+            if attempt == PASSES:
+                raise MigrationError(
+                    '%s: %d objects of %s still missing after %d passes (an '
+                    'object listed but unreadable, e.g. expired, leaves the '
+                    'listing when the object expirer runs): run again '
+                    'later' % (container, len(todo), staging, PASSES))
+            summary['restored'] += self._copy_all(
+                staging, container, in_copy_order(todo), 'restore')
+        if kept:
+            self.progress('%s: kept %d objects clients wrote meanwhile: %s'
+                          % (container, len(kept), ', '.join(kept[:10])))
+        summary['kept_newer'] = len(kept)
+        # C holds a verified copy of every object of S (or a newer one)
+        return self.write_journal(container, dict(journal, phase='cleanup'))
+
+    def _phase_cleanup(self, container, journal, summary):
+        staging = journal['staging']
+        self.conn.post_container(container, {MARK_HEADER: ''})
+        for attempt in range(5):
+            if self.head_container(staging) is None:
+                break
+            # C holds everything S does, so S goes whole, late arrivals
+            # (only an operator can write to it) included
+            self._delete_all(staging, self.listing(staging), 'cleanup')
+            if self._delete_container(staging):
+                break
+        else:
+            raise MigrationError('%s keeps getting objects' % staging)
+        try:
+            self.conn.delete_object(JOURNAL_CONTAINER, 'journal/' + container)
+        except ClientException as err:
+            if _status(err) != 404:
+                raise
+        return journal
+
+    def _forget_journal_container(self):
+        try:
+            self.conn.delete_container(JOURNAL_CONTAINER)
+        except ClientException as err:
+            if _status(err) not in (404, 409):  # 409: other journals
+                raise
+
+    # --- objects ---------------------------------------------------------
+
+    def _head_object(self, container, name, query=RAW_QUERY):
+        return _lower(self.conn.head_object(container, name,
+                                            query_string=query))
+
+    def copy_object(self, source, dest, name):
+        """Copy one object server side and verify the copy; False if the
+        source is gone (deleted by its expiry meanwhile)."""
+        try:
+            raw = self._head_object(source, name)
+        except ClientException as err:
+            if _status(err) == 404:
+                return False
+            raise
+        kind = kind_of(raw)
+        plain = self._head_object(source, name, None) \
+            if kind == 'slo' else None
+        path = urllib.parse.quote('/%s/%s' % (source, name))
+        self.lock.check()
+        self.conn.put_object(dest, name, b'', content_length=0,
+                             headers={'X-Copy-From': path},
+                             query_string=copy_query(kind))
+        copy_raw = self._head_object(dest, name)
+        copy_plain = self._head_object(dest, name, None) \
+            if kind == 'slo' else None
+        wrong = mismatches(fingerprint(raw, plain),
+                           fingerprint(copy_raw, copy_plain))
+        if wrong:
+            raise MigrationError('the copy of %s/%s in %s differs in %s' % (
+                source, name, dest, ', '.join(wrong)))
+        return True
+
+    def delete_object(self, container, name):
+        self.lock.check()
+        try:
+            self.conn.delete_object(container, name)
+        except ClientException as err:
+            if _status(err) != 404:
+                raise
+        return True
+
+    def _parallel(self, work, entries, what):
+        done = [0]
+        report = max(1, min(100, len(entries) // 20))
+        guard = threading.Lock()
+
+        def one(entry):
+            result = work(entry['name'])
+            with guard:
+                done[0] += 1
+                if done[0] % report == 0 or done[0] == len(entries):
+                    self.progress('%s %d/%d' % (what, done[0], len(entries)))
+            return result
+
+        # kinds go one after the other: a manifest's segments and a
+        # symlink's target must be in place before it is copied
+        count = 0
+        for kind in KINDS:
+            batch = [e for e in entries if listing_kind(e) == kind]
+            if not batch:
+                continue
+            with ThreadPoolExecutor(self.workers) as pool:
+                count += sum(1 for ok in pool.map(one, batch) if ok)
+        return count
+
+    def _copy_all(self, source, dest, entries, what):
+        return self._parallel(lambda name: self.copy_object(
+            source, dest, name), entries, '%s: %s' % (source, what))
+
+    def _delete_all(self, container, entries, what):
+        return self._parallel(lambda name: self.delete_object(
+            container, name), entries, '%s: %s' % (container, what))
+
+    def _delete_container(self, container):
+        """Delete an emptied container, waiting while its object count
+        catches up with the deletes (Swift answers 409 meanwhile); False if
+        it lists objects: the caller decides what becomes of them."""
+        for attempt in range(self.delete_retries):
+            self.lock.check()
+            try:
+                self.conn.delete_container(container)
+                return True
+            except ClientException as err:
+                if _status(err) == 404:
+                    return True
+                if _status(err) != 409:
+                    raise
+            if self.listing(container):
+                return False
+            self.sleep(min(5.0, 0.5 * (attempt + 1)))
+        raise MigrationError('%s is empty but Swift still counts objects '
+                             'in it: run again later' % container)
+
+
+# --- the command ----------------------------------------------------------
+
+def account_url(storage_url, account):
+    """The operator's storage URL turned to ``account``'s: the same
+    endpoint, the last path segment replaced (``.../v1/AUTH_x``)."""
+    base = storage_url.rstrip('/').rsplit('/', 1)[0]
+    return '%s/%s' % (base, urllib.parse.quote(account, safe=''))
+
+
+def credentials(args, environ=os.environ):
+    """``(auth_url, user, key)`` from the options, else from ST_AUTH,
+    ST_USER and ST_KEY as swiftclient's ``swift`` reads them; no default:
+    an operator says who acts."""
+    found = (args.auth_url or environ.get('ST_AUTH'),
+             args.user or environ.get('ST_USER'),
+             args.key or environ.get('ST_KEY'))
+    if not all(found):
+        missing = [name for name, value in zip(
+            ('--auth-url/ST_AUTH', '--user/ST_USER', '--key/ST_KEY'), found)
+            if not value]
+        raise MigrationError(
+            'migrate acts on the tenant\'s account as a reseller admin; '
+            'missing %s' % ', '.join(missing))
+    return found
+
+
+def command(args, table, progress):
+    """``swift-mass migrate plan|run``: the result for --json."""
+    from swiftclient.client import Connection
+
+    auth_url, user, key = credentials(args)
+    operator = Connection(auth_url, user, key, retries=2)
+    storage_url, token = operator.get_auth()
+    url = account_url(storage_url, args.tenant)
+
+    def connect():
+        # re-authenticates on 401 and keeps to the tenant's account
+        return Connection(auth_url, user, key, preauthurl=url,
+                          preauthtoken=token, retries=5)
+
+    conn = connect()
+    info = conn.get_capabilities()
+    if args.action == 'run' and 'mass_migrate' not in info:
+        raise MigrationError(
+            'the proxy at %s does not run a mass filter that refuses '
+            'writes to containers being moved (no mass_migrate in /info); '
+            'moving now could lose writes' % url)
+    target, why = resolve_target(args.tenant, table, args.policy,
+                                 info.get('swift', {}).get('policies', []))
+    containers = args.containers
+    if not containers:
+        # every container but the migration's own, page by page
+        containers, marker = [], ''
+        while True:
+            _, page = conn.get_account(marker=marker, limit=10000)
+            if not page:
+                break
+            containers.extend(c['name'] for c in page
+                              if not is_ours(c['name']))
+            marker = page[-1]['name']
+    migrator = Migrator(connect, target, progress, workers=args.concurrency,
+                        settle=args.settle, lock_ttl=args.lock_ttl)
+    if not args.containers:
+        # a move under way whose container is gone for the moment
+        containers += sorted(set(migrator.journals()) - set(containers))
+    result = {'tenant': args.tenant, 'target': target, 'why': why,
+              'containers': []}
+    for container in containers:
+        if args.action == 'plan':
+            result['containers'].append(migrator.plan(container))
+            continue
+        progress('%s: starting' % container)
+        summary = migrator.run(container)
+        progress('%s: %s' % (container, summary['status']))
+        result['containers'].append(summary)
+    return result
+
+
+def text(result):
+    """The plain-text form of :func:`command`'s result."""
+    lines = ['tenant %s -> %s (%s)' % (result['tenant'], result['target'],
+                                       result['why'])]
+    rows = result['containers']
+    if rows and 'move' in rows[0]:
+        lines.append('%-32s %-10s %-10s %9s %14s  %s' % (
+            'container', 'policy', 'target', 'objects', 'bytes', 'move'))
+        for row in rows:
+            lines.append('%-32s %-10s %-10s %9d %14d  %s' % (
+                row['container'], row['policy'], row['target'],
+                row['objects'], row['bytes'], row['move']))
+    else:
+        for row in rows:
+            lines.append('%s: %s (%s -> %s; copied %d, deleted %d, '
+                         'restored %d, kept newer %d, %ss)' % (
+                             row['container'], row['status'],
+                             row.get('from'), row.get('to'),
+                             row['copied'], row['deleted'],
+                             row['restored'], row['kept_newer'],
+                             row.get('seconds')))
+    return '\n'.join(lines)

@@ -1,0 +1,60 @@
+"""What every Mass method (cache, batch, merge) offers the proxy filter.
+
+A method is asked two things about each request of a tenant whose policy
+names it: whether it acts on the request (:meth:`Method.decide`, cheap, no
+I/O) and, if so, to answer it (:meth:`Method.wrap`), calling the app right
+of Mass when it needs the backend.  A request the method does not act on
+goes to the app exactly as it came.
+"""
+import hashlib
+
+from swift.common.swob import wsgi_unquote
+from swift.common.utils import split_path
+
+
+def object_path(env):
+    """``(account, container, object)`` of an object request's path (WSGI
+    strings), or None if the path names no object."""
+    try:
+        _version, account, container, obj = split_path(
+            env.get('PATH_INFO', ''), 4, 4, True)
+    except ValueError:
+        return None
+    return account, container, obj
+
+
+def copy_destination(env, account):
+    """The object a COPY writes: ``(account, container, object)``, or None
+    if its Destination header names none."""
+    dest = env.get('HTTP_DESTINATION')
+    if not dest:
+        return None
+    dest = wsgi_unquote(dest).lstrip('/')
+    container, _, obj = dest.partition('/')
+    if not container or not obj:
+        return None
+    dest_account = env.get('HTTP_DESTINATION_ACCOUNT')
+    if dest_account:
+        account = wsgi_unquote(dest_account)
+    return account, container, obj
+
+
+def object_key(account, container, obj):
+    """A fixed-length key for an object, the same in every proxy: object
+    names are up to 1 KiB of arbitrary bytes."""
+    name = '/'.join((account, container, obj)).encode('latin-1')
+    return hashlib.sha256(name).hexdigest()
+
+
+class Method(object):
+    """One method of the policy table (entry['method'])."""
+    name = None
+
+    def decide(self, env):
+        """Whether this method acts on the request; no I/O."""
+        raise NotImplementedError
+
+    def wrap(self, env, start_response, app):
+        """Answer the request, using ``app`` (the rest of the pipeline)
+        as needed; a WSGI app's return value."""
+        raise NotImplementedError

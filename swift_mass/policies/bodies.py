@@ -1,0 +1,247 @@
+"""Where cached object bodies live: Redis (shared by all proxies), Swift's
+memcache (``swift.cache``, shared) or a worker-local LRU.
+
+Each keeps whole entries (the body, the response headers Swift sent with
+it and the validity it was fetched under) for at most ``ttl`` seconds, and
+honours a byte budget with least-recently-used eviction: the local LRU and
+Redis count the bytes themselves; memcache's budget is memcached's own
+memory limit (``-m``), which it enforces with its own LRU.  Errors of a
+shared backend propagate; the cache treats them as misses.
+"""
+import collections
+import json
+import time
+
+# memcached refuses items over its item size limit (1 MiB by default); an
+# entry is its body plus headers, so keep well under it.
+MEMCACHE_MAX_ITEM = 1024 * 1024 - 16 * 1024
+
+
+class Entry(object):
+    """A cached GET response: ``validity`` (None: fetched while the
+    generations could not be read, so only a backend check makes it
+    servable), ``headers`` (a list of pairs, as Swift's proxy sent them,
+    Content-Length aside) and ``body``."""
+    __slots__ = ('validity', 'headers', 'body')
+
+    def __init__(self, validity, headers, body):
+        self.validity = validity
+        self.headers = headers
+        self.body = body
+
+    def header(self, name):
+        name = name.lower()
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return None
+
+    @property
+    def size(self):
+        return len(self.body) + sum(len(k) + len(v) for k, v in self.headers)
+
+    def dump(self):
+        meta = json.dumps({'v': self.validity, 'h': self.headers},
+                          separators=(',', ':')).encode('utf-8')
+        return meta + b'\n' + self.body
+
+    @classmethod
+    def load(cls, blob):
+        meta, _, body = blob.partition(b'\n')
+        meta = json.loads(meta)
+        return cls(meta['v'], [tuple(pair) for pair in meta['h']], body)
+
+
+class Bodies(object):
+    name = None
+
+    def get(self, key):
+        """The Entry cached for ``key``, or None."""
+        raise NotImplementedError
+
+    def put(self, key, entry):
+        raise NotImplementedError
+
+    def delete(self, key):
+        raise NotImplementedError
+
+    def fits(self, size):
+        """Whether an entry of ``size`` bytes may be stored at all."""
+        return True
+
+
+class LocalBodies(Bodies):
+    """A worker-local LRU of at most ``budget`` bytes of entries."""
+    name = 'local'
+
+    def __init__(self, budget, ttl, clock=time.time):
+        self.budget = int(budget)
+        self.ttl = float(ttl)
+        self.clock = clock
+        self.used = 0
+        self._entries = collections.OrderedDict()  # key -> (entry, expires)
+
+    def __len__(self):
+        return len(self._entries)
+
+    def get(self, key):
+        found = self._entries.get(key)
+        if found is None:
+            return None
+        entry, expires = found
+        if expires <= self.clock():
+            self.delete(key)
+            return None
+        self._entries.move_to_end(key)
+        return entry
+
+    def put(self, key, entry):
+        if not self.fits(entry.size):
+            return
+        self.delete(key)
+        self._entries[key] = (entry, self.clock() + self.ttl)
+        self.used += entry.size
+        while self.used > self.budget:
+            _key, (victim, _expires) = self._entries.popitem(last=False)
+            self.used -= victim.size
+
+    def delete(self, key):
+        found = self._entries.pop(key, None)
+        if found is not None:
+            self.used -= found[0].size
+
+    def fits(self, size):
+        return size <= self.budget
+
+
+class RedisBodies(Bodies):
+    """Entries in Redis, one key each with a TTL, plus the bookkeeping that
+    keeps their total under ``budget`` bytes: a sorted set of entries by
+    last use, a hash of their sizes and a running total.  Each operation is
+    one script (one round trip, atomic), so proxies sharing the Redis
+    never push the total over the budget between them.  An entry that
+    expired by TTL is counted until it is evicted, so the bytes really
+    held never exceed the counted total."""
+    name = 'redis'
+
+    _GET = """
+        local blob = redis.call('GET', KEYS[1])
+        if blob then
+            redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+        end
+        return blob
+    """
+    # KEYS: entry, lru, sizes, total; ARGV: blob, ttl ms, now, budget,
+    # name, key prefix of entries
+    _PUT = """
+        local size = string.len(ARGV[1])
+        local budget = tonumber(ARGV[4])
+        if size > budget then
+            return 0
+        end
+        local old = tonumber(redis.call('HGET', KEYS[3], ARGV[5]) or '0')
+        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+        redis.call('HSET', KEYS[3], ARGV[5], size)
+        redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
+        local total = redis.call('INCRBY', KEYS[4], size - old)
+        while total > budget do
+            local victim = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+            if not victim then
+                break
+            end
+            local vsize = tonumber(redis.call('HGET', KEYS[3], victim) or '0')
+            redis.call('ZREM', KEYS[2], victim)
+            redis.call('HDEL', KEYS[3], victim)
+            redis.call('DEL', ARGV[6] .. victim)
+            total = redis.call('INCRBY', KEYS[4], -vsize)
+        end
+        return 1
+    """
+    _DELETE = """
+        local size = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
+        redis.call('DEL', KEYS[1])
+        redis.call('ZREM', KEYS[2], ARGV[1])
+        redis.call('HDEL', KEYS[3], ARGV[1])
+        if size > 0 then
+            redis.call('INCRBY', KEYS[4], -size)
+        end
+        return size
+    """
+
+    def __init__(self, client, budget, ttl, prefix='mass:cache:',
+                 clock=time.time):
+        self.client = client
+        self.budget = int(budget)
+        self.ttl_ms = int(float(ttl) * 1000)
+        self.prefix = prefix
+        self.clock = clock
+        self._get = client.register_script(self._GET)
+        self._put = client.register_script(self._PUT)
+        self._delete = client.register_script(self._DELETE)
+
+    @property
+    def entry_prefix(self):
+        return self.prefix + 'b:'
+
+    def _keys(self, key):
+        return [self.entry_prefix + key, self.prefix + 'lru',
+                self.prefix + 'sizes', self.prefix + 'bytes']
+
+    def get(self, key):
+        keys = self._keys(key)
+        blob = self._get(keys=keys[:2], args=[self.clock(), key])
+        return Entry.load(blob) if blob is not None else None
+
+    def put(self, key, entry):
+        self._put(keys=self._keys(key), args=[
+            entry.dump(), self.ttl_ms, self.clock(), self.budget, key,
+            self.entry_prefix])
+
+    def delete(self, key):
+        self._delete(keys=self._keys(key), args=[key])
+
+    def used(self):
+        """The bytes counted against the budget."""
+        return int(self.client.get(self.prefix + 'bytes') or 0)
+
+    def fits(self, size):
+        return size <= self.budget
+
+
+class MemcacheBodies(Bodies):
+    """Entries in Swift's memcache (``swift.cache``), found on the first
+    request, since the middleware is built before the ``cache`` filter
+    puts it in the environ."""
+    name = 'memcache'
+
+    def __init__(self, ttl, memcache=None, prefix='mass-cache/'):
+        self.memcache = memcache
+        self.ttl = max(1, int(ttl))
+        self.prefix = prefix
+
+    def _key(self, key):
+        return self.prefix + key
+
+    def get(self, key):
+        if self.memcache is None:
+            return None
+        blob = self.memcache.get(self._key(key), raise_on_error=True)
+        if not isinstance(blob, bytes):
+            return None
+        return Entry.load(blob)
+
+    def put(self, key, entry):
+        if self.memcache is None:
+            return
+        blob = entry.dump()
+        if len(blob) > MEMCACHE_MAX_ITEM:
+            return
+        self.memcache.set(self._key(key), blob, serialize=False,
+                          time=self.ttl, raise_on_error=True)
+
+    def delete(self, key):
+        if self.memcache is not None:
+            self.memcache.delete(self._key(key))
+
+    def fits(self, size):
+        return size <= MEMCACHE_MAX_ITEM

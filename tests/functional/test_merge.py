@@ -1,0 +1,98 @@
+"""The merge method on the SAIO: identical concurrent reads collapse into
+one backend request per proxy worker, small PUTs are written through into
+the cache, and neither ever serves an old body (a fresh account, pinned to
+mixed/merge, through both proxies; see test_cache for the setup)."""
+import concurrent.futures
+import subprocess
+import time
+import uuid
+
+import pytest
+import requests
+
+from tests.functional.test_cache import PROXIES, PROXY, PROXY2, Client, \
+    Load, admin  # noqa: F401 (admin is a fixture)
+
+
+def wait_for_merge(client, within=20.0):
+    """Until both proxies apply merge to the account (its reads carry
+    X-Mass-Cache, as the cache's do)."""
+    name = 'probe-%s' % uuid.uuid4().hex[:6]
+    assert client.request('PUT', PROXY2, name, data=b'p').status_code == 201
+    deadline = time.time() + within
+    for proxy in PROXIES:
+        while 'X-Mass-Cache' not in client.request('GET', proxy,
+                                                   name).headers:
+            assert time.time() < deadline, 'no merge on %s' % proxy
+            time.sleep(0.3)
+    client.request('DELETE', PROXY2, name)
+
+
+@pytest.fixture(scope='module')
+def client(admin, store):  # noqa: F811
+    account = 'AUTH_mm%s' % uuid.uuid4().hex[:10]
+    c = Client(admin, account, 'c')
+    assert c.request('PUT', PROXY).status_code in (201, 202)
+    pin_merge(account)
+    wait_for_merge(c)
+    yield c
+    store.delete_pin(account)
+    listing = c.request('GET', PROXY, params={'format': 'json'})
+    for obj in listing.json() if listing.status_code == 200 else []:
+        c.request('DELETE', PROXY, obj['name'])
+    c.request('DELETE', PROXY)
+
+
+def pin_merge(account):
+    subprocess.run(['swift-mass', 'pin', account, '--class', 'mixed',
+                    '--method', 'merge'], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def test_a_small_put_is_written_through(client):
+    name = 'wt-%s' % uuid.uuid4().hex[:6]
+    body = b'written through' * 100
+    assert client.request('PUT', PROXY2, name, data=body).status_code == 201
+    resp = client.request('GET', PROXY2, name)
+    assert resp.content == body
+    assert resp.headers['X-Mass-Cache'] == 'hit'
+    # and the other proxy's cache (Redis) saw nothing stale either
+    assert client.request('GET', PROXY, name).content == body
+
+
+def test_identical_concurrent_gets_are_merged(client):
+    # written through 8080: encrypted at rest, so never cached, so every
+    # read goes to the backend, or merges with one that does
+    name = 'hot-%s' % uuid.uuid4().hex[:6]
+    body = b'merged ' * 5000
+    assert client.request('PUT', PROXY, name, data=body).status_code == 201
+
+    def get(_):
+        with requests.Session() as session:
+            return session.get(client.url(PROXY, name), timeout=30,
+                               headers={'X-Auth-Token': client.token})
+    merged = 0
+    for _round in range(5):
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            resps = list(pool.map(get, range(16)))
+        assert all(r.status_code == 200 and r.content == body
+                   for r in resps)
+        merged += sum(r.headers.get('X-Mass-Merge') == 'merged'
+                      for r in resps)
+    print('%d of 80 concurrent GETs merged' % merged)
+    assert merged > 0
+
+
+def test_no_stale_or_wrong_read_with_merge(client):
+    load = Load(client, ['m-%02d' % i for i in range(12)])
+    load.seed()
+    load.start()
+    try:
+        load.wait_reads(3000, 90)
+    finally:
+        load.finish()
+    print('%d reads, %d merged, hits %r; %d stale, %d wrong, %d failed'
+          % (load.reads, load.merged, load.hits, len(load.stale),
+             len(load.wrong), len(load.failed)))
+    assert load.stale == [] and load.wrong == [], load.report()
+    assert load.failed == [], load.failed[:5]
