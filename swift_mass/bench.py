@@ -335,8 +335,11 @@ class Bench(object):
         """A new container (routed as the current mode routes it) with
         the workload's starting objects."""
         headers = {'X-Auth-Token': tenant.token}
+        create = dict(headers)
+        if workload.policy:
+            create['X-Storage-Policy'] = workload.policy
         status, _, _ = Connection(tenant.url).request(
-            'PUT', '/' + container, headers)
+            'PUT', '/' + container, create)
         if status // 100 != 2:
             raise RuntimeError('cannot create %s for %s: %d' % (
                 container, tenant.label, status))
@@ -457,13 +460,34 @@ class Bench(object):
         return {'runs': runs}
 
 
+ALL = '(all)'
+
+
+def overall(tenants):
+    """All tenants of a run as one: operations and bytes added up, the
+    mean latency weighted by operations (percentiles do not add up)."""
+    ops = sum(f['ops_per_s'] for f in tenants.values())
+    weighted = [(f['mean_ms'], f['ops_per_s']) for f in tenants.values()
+                if f['mean_ms'] is not None]
+    return {'ops_per_s': ops,
+            'mb_per_s': sum(f['mb_per_s'] for f in tenants.values()),
+            'mean_ms': sum(m * n for m, n in weighted) / ops if ops
+            else None,
+            'p50_ms': None, 'p99_ms': None,
+            'errors': sum(f['errors'] for f in tenants.values())}
+
+
 def summary(runs, modes):
-    """Per tenant and mode: median figures over cycles, and the ratios of
-    throughput and mean latency against default of the same cycle."""
+    """Per tenant and mode, and for all tenants together: median figures
+    over cycles, and the ratios of throughput and mean latency against
+    default of the same cycle."""
     out = {}
     by = collections.defaultdict(dict)
     for run in runs:
-        for label, figures in run['tenants'].items():
+        tenants = dict(run['tenants'])
+        if len(tenants) > 1:
+            tenants[ALL] = overall(run['tenants'])
+        for label, figures in tenants.items():
             key = 'control' if run['control'] else run['mode']
             by[(label, run['cycle'])][key] = figures
     labels = sorted({label for label, _ in by})
@@ -474,10 +498,11 @@ def summary(runs, modes):
             figs = [c[mode] for c in cycles if mode in c]
             if not figs:
                 continue
-            entry = {name: statistics.median(
-                [f[name] for f in figs if f[name] is not None] or [0])
-                for name in ('ops_per_s', 'mb_per_s', 'mean_ms', 'p50_ms',
-                             'p99_ms')}
+            entry = {}
+            for name in ('ops_per_s', 'mb_per_s', 'mean_ms', 'p50_ms',
+                         'p99_ms'):
+                values = [f[name] for f in figs if f[name] is not None]
+                entry[name] = statistics.median(values) if values else None
             entry['errors'] = sum(f['errors'] for f in figs)
             if mode not in ('default', 'control'):
                 entry['throughput_ratio'] = ratio_summary(
@@ -594,7 +619,8 @@ def add_arguments(parser):
         '--tenant', action='append', metavar='ACCOUNT:USER:KEY=WORKLOAD',
         help='a tenant and its workload: a preset (%s) and/or fields '
         'get=,head=,put=,delete= (shares), size=N|MIN-MAX, objects=, '
-        'concurrency=, seconds=, operations=, warmup=; repeatable '
+        'concurrency=, seconds=, operations=, warmup=, policy= (the '
+        'containers\' storage policy); repeatable '
         '(default: %s)' % (', '.join(sorted(workloads.PRESETS)),
                            ' '.join(DEFAULT_TENANTS)))
     parser.add_argument('--modes', default=','.join(MODES),
@@ -679,7 +705,7 @@ def main(args):
 def _workload_dict(w):
     d = {k: getattr(w, k) for k in ('name', 'size_min', 'size_max',
                                     'objects', 'concurrency', 'seconds',
-                                    'operations', 'warmup')}
+                                    'operations', 'warmup', 'policy')}
     d['mix'] = dict(w.mix)
     d['intended_class'] = w.intended_class
     return d

@@ -42,7 +42,7 @@ def _cycle_values(result, label, mode, field):
 def bars(result, field, title, path):
     plt = _pyplot()
     summary = result['summary']
-    labels = sorted(summary)
+    labels = sorted(label for label in summary if label in result['tenants'])
     modes = [m for m in result['modes']]
     width = 0.8 / max(1, len(modes))
     fig, ax = plt.subplots(figsize=(2.2 + 1.8 * len(labels), 4))

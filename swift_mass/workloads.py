@@ -40,6 +40,9 @@ class Workload:
     operations: int = 0   # if > 0: stop after this many instead
     warmup: float = 3.0   # seconds run but not measured
     description: str = ''
+    # X-Storage-Policy of its containers ('': Mass's routing, or the
+    # default policy, decides)
+    policy: str = ''
 
     def share(self, *operations):
         return sum(s for op, s in self.mix if op in operations)
@@ -118,7 +121,7 @@ PRESETS = {w.name: w for w in (
 )}
 
 _FIELDS = {'objects': int, 'concurrency': int, 'seconds': float,
-           'operations': int, 'warmup': float}
+           'operations': int, 'warmup': float, 'policy': str}
 
 
 def parse_size(text):

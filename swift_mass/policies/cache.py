@@ -40,6 +40,7 @@ Responses to requests the cache considered carry ``X-Mass-Cache: hit`` or
 ``miss``; statsd counters ``cache.hit``, ``cache.miss``, ``cache.stored``,
 ``cache.stale``, ``cache.denied``, ``cache.validated``.
 """
+import collections
 import time
 
 import redis
@@ -66,6 +67,9 @@ BACKENDS = ('redis', 'memcache', 'local')
 CACHE_HEADER = 'X-Mass-Cache'
 WRITES = ('PUT', 'POST', 'DELETE', 'COPY')
 GENERATIONS_RETRY_AFTER = 5.0
+# Objects a worker found it cannot cache (encrypted, manifests, symlinks,
+# too large...), remembered so their reads skip the store's round trips.
+UNCACHEABLE_MEMO = 10000
 
 # Request headers that make an answer other than the whole object.
 _CONDITIONS = ('HTTP_RANGE', 'HTTP_IF_MATCH', 'HTTP_IF_NONE_MATCH',
@@ -194,6 +198,9 @@ class CacheMethod(base.Method):
         self.bodies = bodies
         self.generations = generations
         self.clock = clock
+        # key -> until when it is known uncacheable; forgetting one early
+        # only costs a lookup, so worker-local and bounded is enough
+        self._uncacheable = collections.OrderedDict()
 
     @classmethod
     def from_conf(cls, app, conf, logger, store):
@@ -271,6 +278,8 @@ class CacheMethod(base.Method):
         """Send a write on between two generation bumps; the client hears
         the answer only after the second."""
         bumped = self._bump(env, keys)
+        for key in keys:
+            self._uncacheable.pop(key, None)  # it may be cacheable now
         ctx = WSGIContext(app)
         status = None
         try:
@@ -318,6 +327,16 @@ class CacheMethod(base.Method):
 
     def wrap(self, env, start_response, app):
         key = base.object_key(*base.object_path(env))
+        until = self._uncacheable.get(key)
+        if until is not None:
+            if until > self.clock():
+                # Skipping the cache is always correct: Swift answers.
+                def miss(status, headers, exc_info=None):
+                    return start_response(
+                        status, headers + [(CACHE_HEADER, 'miss')],
+                        exc_info)
+                return app(env, miss)
+            del self._uncacheable[key]
         entry = self._body_call(env, 'get', key)
         if entry is not None:
             resp = self._hit(env, key, entry)
@@ -431,6 +450,10 @@ class CacheMethod(base.Method):
         length = _content_length(ctx._response_headers)
         if kept is None or length is None or \
                 length > self.settings.max_object_size:
+            self._uncacheable[key] = self.clock() + self.settings.ttl
+            self._uncacheable.move_to_end(key)
+            if len(self._uncacheable) > UNCACHEABLE_MEMO:
+                self._uncacheable.popitem(last=False)
             return app_iter
         entry_headers = dict((k.lower(), v) for k, v in kept)
         timestamp = entry_headers.get('x-backend-timestamp')

@@ -28,8 +28,10 @@ def test_presets_are_the_papers_workloads(name, reads, size, cls):
 
 
 def test_parse_a_preset_with_options():
-    w = workloads.parse('A,concurrency=4,seconds=30,objects=10,size=64k')
+    w = workloads.parse('A,concurrency=4,seconds=30,objects=10,size=64k,'
+                        'policy=bulk')
     assert w.name == 'A' and w.mix == (('GET', 1.0),)
+    assert w.policy == 'bulk'
     assert (w.concurrency, w.seconds, w.objects) == (4, 30.0, 10)
     assert w.size_min == w.size_max == 65536
 
@@ -209,3 +211,18 @@ def test_plots_are_pngs(tmp_path):
                                                            'read'})])]}
     path, = plots.draw(staged, str(tmp_path))
     assert path.endswith('timeline.png') and is_png(path)
+
+
+def test_all_tenants_together():
+    runs = comparison()
+    for run in runs:
+        other = dict(run['tenants']['photos'], ops_per_s=50.0, mean_ms=40.0)
+        run['tenants']['backup'] = other
+    s = bench.summary(runs, ['default', 'mass'])[bench.ALL]
+    # cycle 1: default 100 + 50 ops/s, mass 150 + 50
+    assert s['default']['ops_per_s'] == 150
+    assert s['default']['mean_ms'] == pytest.approx((100 * 10 + 50 * 40)
+                                                    / 150.0)
+    assert s['default']['p99_ms'] is None
+    assert s['mass']['throughput_ratio']['cycles'][0] == \
+        pytest.approx(200 / 150.0)

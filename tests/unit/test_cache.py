@@ -386,9 +386,31 @@ def test_never_cached_missing_and_too_big(prefix):
     assert call(mass).status_int == 404
     swift.write(PATH, b'x' * 51)
     assert call(mass).body == b'x' * 51
-    swift.write(PATH, b'x' * 50)
+    put(mass, body=b'x' * 50)
     cached(mass, swift)
     assert logger.counters.count('cache.stored') == 1
+
+
+def test_an_uncacheable_object_costs_no_store_round_trip_again(prefix):
+    # the SAIO's encrypting proxy paid two Redis round trips on every GET
+    # of objects it can never cache
+    swift = Swift()
+    mass, _, logger = make(prefix, swift)
+    swift.write(PATH, BODY, {'X-Object-Sysmeta-Crypto-Body-Meta': '{}'})
+    method = mass.methods.cache
+    calls = []
+    for name in ('get',):
+        real = getattr(method.bodies, name)
+        setattr(method.bodies, name,
+                lambda *a, real=real: calls.append(a) or real(*a))
+    assert call(mass).headers['X-Mass-Cache'] == 'miss'
+    assert len(calls) == 1
+    second = call(mass)
+    assert second.body == BODY and second.headers['X-Mass-Cache'] == 'miss'
+    assert len(calls) == 1 and logger.counters.count('cache.miss') == 1
+    # a write through this proxy may have made it cacheable
+    put(mass)
+    cached(mass, swift)
 
 
 def test_range_and_conditional_misses_are_passed_on_not_stored(prefix):
