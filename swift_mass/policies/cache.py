@@ -68,7 +68,8 @@ CACHE_HEADER = 'X-Mass-Cache'
 WRITES = ('PUT', 'POST', 'DELETE', 'COPY')
 GENERATIONS_RETRY_AFTER = 5.0
 # Objects a worker found it cannot cache (encrypted, manifests, symlinks,
-# too large...), remembered so their reads skip the store's round trips.
+# too large...), remembered with their generation so that their reads skip
+# the body store's round trip until someone writes them.
 UNCACHEABLE_MEMO = 10000
 
 # Request headers that make an answer other than the whole object.
@@ -198,8 +199,9 @@ class CacheMethod(base.Method):
         self.bodies = bodies
         self.generations = generations
         self.clock = clock
-        # key -> until when it is known uncacheable; forgetting one early
-        # only costs a lookup, so worker-local and bounded is enough
+        # key -> the generation under which it was found uncacheable;
+        # forgetting one only costs a lookup, so worker-local and bounded
+        # is enough
         self._uncacheable = collections.OrderedDict()
 
     @classmethod
@@ -278,8 +280,6 @@ class CacheMethod(base.Method):
         """Send a write on between two generation bumps; the client hears
         the answer only after the second."""
         bumped = self._bump(env, keys)
-        for key in keys:
-            self._uncacheable.pop(key, None)  # it may be cacheable now
         ctx = WSGIContext(app)
         status = None
         try:
@@ -327,10 +327,11 @@ class CacheMethod(base.Method):
 
     def wrap(self, env, start_response, app):
         key = base.object_key(*base.object_path(env))
-        until = self._uncacheable.get(key)
-        if until is not None:
-            if until > self.clock():
-                # Skipping the cache is always correct: Swift answers.
+        found_under = self._uncacheable.get(key)
+        if found_under is not None:
+            if self._validity(key)[0] == found_under:
+                # Not written since (by any proxy): still uncacheable, and
+                # skipping the cache is always correct: Swift answers.
                 def miss(status, headers, exc_info=None):
                     return start_response(
                         status, headers + [(CACHE_HEADER, 'miss')],
@@ -450,10 +451,11 @@ class CacheMethod(base.Method):
         length = _content_length(ctx._response_headers)
         if kept is None or length is None or \
                 length > self.settings.max_object_size:
-            self._uncacheable[key] = self.clock() + self.settings.ttl
-            self._uncacheable.move_to_end(key)
-            if len(self._uncacheable) > UNCACHEABLE_MEMO:
-                self._uncacheable.popitem(last=False)
+            if validity is not None:
+                self._uncacheable[key] = validity
+                self._uncacheable.move_to_end(key)
+                if len(self._uncacheable) > UNCACHEABLE_MEMO:
+                    self._uncacheable.popitem(last=False)
             return app_iter
         entry_headers = dict((k.lower(), v) for k, v in kept)
         timestamp = entry_headers.get('x-backend-timestamp')
