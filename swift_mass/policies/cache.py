@@ -337,7 +337,9 @@ class CacheMethod(base.Method):
                         status, headers + [(CACHE_HEADER, 'miss')],
                         exc_info)
                 return app(env, miss)
-            del self._uncacheable[key]
+            # pop, not del: another green thread may have dropped it while
+            # this one waited for the generation
+            self._uncacheable.pop(key, None)
         entry = self._body_call(env, 'get', key)
         if entry is not None:
             resp = self._hit(env, key, entry)

@@ -631,3 +631,24 @@ def test_ignore_range_if_metadata_present_is_honoured(prefix):
     resp = call(mass, headers={'Range': 'bytes=0-1'}, environ=env)
     assert (resp.status_int, resp.body) == (206, BODY[:2])
     assert resp.headers['X-Mass-Cache'] == 'hit'
+
+
+def test_concurrent_reads_of_a_rewritten_uncacheable_object(prefix):
+    # two reads found the memo out of date while both waited for Redis;
+    # the second one's `del` raised KeyError: a 500 to the client
+    import eventlet
+    swift = Swift()
+    mass, _, _ = make(prefix, swift)
+    swift.write(PATH, BODY, {'X-Object-Sysmeta-Crypto-Body-Meta': '{}'})
+    call(mass)
+    method = mass.methods.cache
+    key = next(iter(method._uncacheable))
+    real = method._validity
+
+    def slow_validity(k):
+        eventlet.sleep(0)  # both readers wait here, as for Redis
+        return real(k)
+    method._validity = slow_validity
+    method._uncacheable[key] = 'a generation from before a write'
+    readers = [eventlet.spawn(call, mass) for _ in range(2)]
+    assert [r.wait().status_int for r in readers] == [200, 200]
