@@ -65,6 +65,9 @@ def test_writer_is_classified_and_its_requests_tagged(func, bucket, store,
     entry = wait_for(store, func.account, lambda e: e['class'] == 'write')
     assert (entry['ring'], entry['method']) == ('bulk', 'batch')
     assert 'read share 0.' in entry['reason']
+    # the leader has published it; every proxy worker loads it within one
+    # interval (1 s on the SAIO)
+    time.sleep(2.5)
     statsd.metrics(wait=0.5)
     writes(func, bucket, 3)
     seen = [m for m in statsd.metrics() if m.startswith('mass_queue.class.')]
@@ -115,9 +118,12 @@ def test_decision_survives_loss_of_redis_and_a_reload(cluster, store):
     while 'mass' not in requests.get(PROXY + '/info', timeout=5).json():
         assert time.time() < deadline
         time.sleep(0.2)
-    # one request brings the tenant back; its class comes from sysmeta
+    # one request brings the tenant back; its class comes from sysmeta.
+    # A worker of the old generation may still lead for a moment and may
+    # have learnt the tenant's absence before the decision: such knowledge
+    # lasts AccountSysmeta.negative_ttl (60 s) at most.
     tenant.request('HEAD', '/' + name)
-    after = wait_for(store, tenant.account, lambda e: True)
+    after = wait_for(store, tenant.account, lambda e: True, timeout=75.0)
     fields = ('class', 'ring', 'method', 'since', 'reason')
     assert {k: after[k] for k in fields} == {k: before[k] for k in fields}
     for i in range(40):
