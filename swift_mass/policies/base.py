@@ -58,3 +58,14 @@ class Method(object):
         """Answer the request, using ``app`` (the rest of the pipeline)
         as needed; a WSGI app's return value."""
         raise NotImplementedError
+
+
+def content_length(headers):
+    """The Content-Length of a response's header list, or None."""
+    for name, value in headers:
+        if name.lower() == 'content-length':
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None

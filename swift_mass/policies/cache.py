@@ -450,7 +450,7 @@ class CacheMethod(base.Method):
         if not storing or ctx._get_status_int() != 200:
             return app_iter
         kept = cacheable_headers(ctx._response_headers)
-        length = _content_length(ctx._response_headers)
+        length = base.content_length(ctx._response_headers)
         if kept is None or length is None or \
                 length > self.settings.max_object_size:
             if validity is not None:
@@ -474,16 +474,6 @@ class CacheMethod(base.Method):
             self._body_call(env, 'put', key, Entry(validity, kept, body))
             self.logger.increment('cache.stored')
         return Collector(app_iter, length, store)
-
-
-def _content_length(headers):
-    for name, value in headers:
-        if name.lower() == 'content-length':
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
 
 
 def _not_older(timestamp, written):

@@ -175,7 +175,7 @@ class MergeMethod(base.Method):
                             exc_info=exc_info)
             app_iter = self.cache._fetch(env, capture, app, key)
             status = int(seen['status'].split(' ', 1)[0])
-            length = _content_length(seen['headers'])
+            length = base.content_length(seen['headers'])
             small = env['REQUEST_METHOD'] == 'HEAD' or (
                 length is not None and
                 length <= self.cache.settings.max_object_size)
@@ -261,13 +261,3 @@ class MergeMethod(base.Method):
             (k, v) for k, v in kept if k.lower() != CACHE_HEADER.lower()],
             body))
         self.logger.increment('merge.written_through')
-
-
-def _content_length(headers):
-    for name, value in headers:
-        if name.lower() == 'content-length':
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
