@@ -200,7 +200,8 @@ class DeviceQueue(object):
     :param slack: {priority: seconds}; the larger, the earlier it is served.
     :param deadline: seconds a request may wait before it is refused.
     :param batch_slots: extra slots only batch tickets use.
-    :param urgent_tenants: tenants whose requests may use reserved slots.
+    :param urgent_tenants: tenants whose requests may use reserved slots
+        (besides requests that arrive marked urgent).
     :param urgent_share: share of the general slots reserved while an
         urgent tenant is active (0 to 1; see reserved_slots()).
     :param urgent_idle: quiet seconds after which the reservation is lent.
@@ -257,12 +258,15 @@ class DeviceQueue(object):
 
     # ------------------------------------------------------------ public
 
-    def arrive(self, priority, tenant=None, batch=False, deadline=None):
+    def arrive(self, priority, tenant=None, batch=False, deadline=None,
+               urgent=False):
         """A request for a slot: the returned ticket is ADMITTED now or
-        WAITING (set its ``wake`` and wait)."""
+        WAITING (set its ``wake`` and wait).  It is urgent when ``urgent``
+        says so (the proxy's mark) or its tenant is in urgent_tenants."""
         now = self.clock()
         self._advance(now)
-        urgent = tenant is not None and tenant in self.urgent_tenants
+        urgent = bool(urgent) or (tenant is not None and
+                                  tenant in self.urgent_tenants)
         if urgent:
             self._last_urgent = now
             self._set_mode(ISOLATED)
@@ -336,7 +340,7 @@ class DeviceQueue(object):
         """General slots other tenants may not use while isolated:
         ceil(slots x urgent_share), but at most slots - 1, so that the
         other tenants always keep one slot and nobody waits forever."""
-        if not self.urgent_tenants or self.urgent_share <= 0:
+        if self.urgent_share <= 0:
             return 0
         capacity = self.general.capacity
         wanted = -(-capacity * self.urgent_share // 1)  # ceil

@@ -13,6 +13,10 @@ from swift_mass.classify import CLASSES  # noqa: F401 (the class tag values)
 TENANT_HEADER = 'X-Backend-Mass-Tenant'
 PRIORITY_HEADER = 'X-Backend-Mass-Priority'
 CLASS_HEADER = 'X-Backend-Mass-Class'
+# Only on requests of tenants an operator marked urgent (swift_mass.urgent)
+URGENT_HEADER = 'X-Backend-Mass-Urgent'
+URGENT_ENV = 'HTTP_X_BACKEND_MASS_URGENT'
+URGENT = 'true'
 
 # WSGI environ keys for the same facts, for middlewares further right.
 ENV_TENANT = 'mass.tenant'

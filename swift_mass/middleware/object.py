@@ -25,9 +25,12 @@ error-limiting that node).  The slot is held until the response body is
 fully sent or closed, including when the client goes away mid-body, and
 also given back when the object server raises.
 
-* Urgent tenants (``urgent_tenants``) may keep ``urgent_share`` of each
-  device's slots to themselves while they are active, and lend them to
-  everyone once they have been idle ``urgent_idle_seconds``.
+* Urgent tenants may keep ``urgent_share`` of each device's slots to
+  themselves while they are active, and lend them to everyone once they
+  have been idle ``urgent_idle_seconds``.  A tenant is urgent when it is
+  in ``urgent_tenants`` or when the proxy marks its requests
+  ``X-Backend-Mass-Urgent: true`` (an operator marked its account with
+  ``swift-mass urgent TENANT --on``; see ``swift_mass.urgent``).
 * With ``adaptive_slots``, each device's slot counts follow utilisation
   between bounds: doubling when the slots are busy and requests wait,
   shrinking by one when they are mostly idle.
@@ -80,6 +83,9 @@ REPLICATION_METHODS = ('REPLICATE', 'SSYNC')
 # Holds a slot for a whole partition's transfer; see the module docstring.
 UNQUEUED_METHODS = ('SSYNC',)
 ADMIN_PATH = '/mass_queue'
+# Operators mark few tenants urgent; the cap keeps a flood of forged
+# backend requests (storage network only) from growing the set.
+MAX_URGENT_SEEN = 1000
 
 
 class SlotHoldingIterator(ClosingIterator):
@@ -174,6 +180,8 @@ class MassQueueMiddleware(object):
         # so that requests naming others cannot grow self.queues.
         self.devices = conf.get('devices', '/srv/node')
         self.queues = {}
+        # tenants the proxies marked urgent, for GET /mass_queue
+        self.urgent_seen = set()
 
     # ------------------------------------------------------------ tags
 
@@ -264,6 +272,7 @@ class MassQueueMiddleware(object):
             'batch_slots': self.batch_slots,
             'deadline': self.deadline,
             'urgent_tenants': sorted(self.urgent_tenants),
+            'urgent_seen': sorted(self.urgent_seen),
             'adaptive_slots': self.adaptive is not None,
             'devices': dict((device, queue.stats()) for device, queue
                             in self.queues.items()),
@@ -285,9 +294,13 @@ class MassQueueMiddleware(object):
         if queue is None:
             return self.app(env, start_response)
         tenant = self._tenant(env, rest) if self.urgent_tenants else None
+        urgent = env.get(tags.URGENT_ENV) == tags.URGENT
+        if urgent and len(self.urgent_seen) < MAX_URGENT_SEEN:
+            self.urgent_seen.add(self._tenant(env, rest))
         batch = (self.batch_slots and method == 'PUT' and
                  env.get(tags.ENV_CLASS) == 'write')
-        ticket = queue.arrive(env[tags.ENV_PRIORITY], tenant, batch)
+        ticket = queue.arrive(env[tags.ENV_PRIORITY], tenant, batch,
+                              urgent=urgent)
         if ticket.state == device_queue.WAITING:
             # A statsd packet costs the object server some 20 us of CPU:
             # a request admitted at once sends none beyond its priority.

@@ -11,7 +11,9 @@ For every request that addresses a tenant (a Swift account) the filter
   (``mass.tenant``, ``mass.priority``, ``mass.policy``) and as
   ``X-Backend-Mass-Tenant`` / ``-Priority`` / ``-Class`` headers, which
   Swift's proxy forwards to every account, container and object server the
-  request reaches; ``mass_queue`` reads them on the object servers;
+  request reaches; ``mass_queue`` reads them on the object servers; a
+  tenant an operator marked urgent in its account sysmeta also gets
+  ``X-Backend-Mass-Urgent: true`` (``swift_mass.urgent``);
 * counts the request once it has completed (its body sent or the client
   gone) in the tenant's window: operations, bytes, latency, object sizes.
   Subrequests of other middlewares, 401/403 answers and other answers that
@@ -67,7 +69,7 @@ from swift.common.utils import ClosingIterator, config_true_value, \
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
-from swift_mass import migrating, monitor, routing, tags
+from swift_mass import migrating, monitor, routing, tags, urgent
 from swift_mass.agent import Agent
 from swift_mass.config import ConfigError, bool_option, control_settings, \
     float_option, int_option
@@ -237,6 +239,9 @@ class MassMiddleware(object):
             self.store, settings, worker_name(), self.logger,
             interval=interval, bucket_seconds=bucket, durable=self.sysmeta)
         self._loop_pid = None
+        self.urgent_tenants = urgent.UrgentTenants(
+            app, float_option(conf, SECTION, 'urgent_recheck_seconds', 30.0,
+                              0.0, 3600.0), time.monotonic)
         self.migrate_retry_after = int_option(
             conf, SECTION, 'migrate_retry_after',
             migrating.DEFAULT_RETRY_AFTER, 1)
@@ -272,8 +277,10 @@ class MassMiddleware(object):
             eventlet.sleep(min(1.0, self.agent.interval))
 
     def __call__(self, env, start_response):
-        # swift-mass migrate's mark, not a forged tag (see migrating)
+        # swift-mass migrate's and urgent's marks, not forged tags (see
+        # migrating and urgent)
         mark = env.pop(migrating.MARK_ENV, None)
+        urgent_mark = env.pop(urgent.MARK_ENV, None)
         forged = tags.strip_client_tags(env)
         if forged:
             self.logger.increment('forged_tags')
@@ -288,7 +295,11 @@ class MassMiddleware(object):
                                     self.migrate_retry_after)
         if refused is not None:
             return refused(env, start_response)
-        start_response = migrating.showing_mark(env, start_response)
+        if self.urgent_tenants(env, tenant):
+            env[tags.URGENT_ENV] = tags.URGENT
+        urgent.take_mark(env, urgent_mark)
+        start_response = urgent.showing_mark(
+            env, migrating.showing_mark(env, start_response))
         if not self.control_loop:
             # writes still bump generations: other proxies may cache
             return self.methods.app_for(env, None, self.app)(

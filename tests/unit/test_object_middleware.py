@@ -471,6 +471,27 @@ def test_other_tenants_do_not_isolate():
     assert 'queue.mode.isolated' not in logger.counts
 
 
+@pytest.mark.parametrize('urgent_tenants', ['', 'AUTH_other'])
+def test_the_proxys_urgent_mark_isolates_the_device(urgent_tenants):
+    mw, _, logger = queued({'urgent_tenants': urgent_tenants,
+                            'slots_per_device': '4'})
+    _, body = start(mw, headers={'X-Backend-Mass-Tenant': 'AUTH_%C3%A9',
+                                 'X-Backend-Mass-Urgent': 'true'})
+    assert queue_stats(mw)['mode'] == device_queue.ISOLATED
+    assert queue_stats(mw)['reserved_slots'] == 2
+    assert logger.counts['queue.mode.isolated'] == 1
+    state = json.loads(call(mw, path='/mass_queue').body)
+    assert state['urgent_seen'] == ['AUTH_\xe9']
+    body.close()
+
+
+@pytest.mark.parametrize('value', ['false', 'yes', '1', ''])
+def test_only_the_proxys_exact_urgent_mark_counts(value):
+    mw, _, _ = queued({'slots_per_device': '4'})
+    start(mw, headers={'X-Backend-Mass-Urgent': value})[1].close()
+    assert queue_stats(mw)['mode'] == device_queue.SHARED
+
+
 def test_admin_endpoint_shows_every_queue():
     mw, _, _ = queued({'urgent_tenants': 'AUTH_u', 'batch_slots': '3'})
     _, body = start(mw)

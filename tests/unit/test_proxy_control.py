@@ -145,7 +145,7 @@ def test_control_loop_off_counts_nothing():
     mass, backend = make({'control_loop': 'false'})
     call(mass)
     assert pending(mass) == {}
-    assert backend.requests[0][2]['X-Backend-Mass-Priority'] == '5'
+    assert backend.requests[-1][2]['X-Backend-Mass-Priority'] == '5'
 
 
 def test_class_tag_after_a_decision_and_durable_copy():

@@ -11,7 +11,9 @@ from tests.unit.helpers import RecordingApp
 
 def make(conf=None):
     app = RecordingApp()
-    return proxy.filter_factory({}, **(conf or {}))(app), app
+    # no urgent-mark lookups: app.environs holds only the request itself
+    conf = dict({'urgent_recheck_seconds': '0'}, **(conf or {}))
+    return proxy.filter_factory({}, **conf)(app), app
 
 
 def test_tags_tenant_requests():

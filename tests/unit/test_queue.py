@@ -215,10 +215,23 @@ def test_reserved_slots(slots, share, reserved):
 
 def test_nothing_is_reserved_without_urgent_tenants():
     queue, _ = make(slots=4, urgent_share=0.5)
-    assert queue.reserved_slots() == 0
     assert [queue.arrive(5, 'AUTH_u').state for _ in range(4)] == \
         [q.ADMITTED] * 4
     assert queue.mode == q.SHARED
+    assert queue.stats()['reserved_slots'] == 0
+
+
+def test_a_request_marked_urgent_reserves_like_a_configured_tenant():
+    queue, _ = make(slots=4, deadline=600, urgent_share=0.5)
+    urgent = queue.arrive(5, 'AUTH_marked', urgent=True)
+    assert urgent.state == q.ADMITTED and urgent.urgent
+    assert queue.mode == q.ISOLATED
+    # 2 of the 4 slots are kept: other tenants get the other 2
+    normals = [queue.arrive(5, 'AUTH_n') for _ in range(3)]
+    assert [t.state for t in normals] == [q.ADMITTED, q.ADMITTED, q.WAITING]
+    # the same tenant without the mark is a normal tenant
+    assert queue.arrive(5, 'AUTH_marked').state == q.WAITING
+    assert queue.arrive(5, 'AUTH_marked', urgent=True).state == q.ADMITTED
 
 
 def urgent_queue(events=None, **kwargs):
