@@ -15,6 +15,11 @@ It reads the same shared store the proxies use, configured by the
                                    each storage policy's ring spread over
                                    servers; warns about substores that
                                    leave servers out (swift_mass.rings)
+    swift-mass queue [--swift-dir /etc/swift] [--timeout 5]
+                                   every object server's mass_queue: each
+                                   device's slots, waiters and counts, as
+                                   the worker that answered sees them
+                                   (swift_mass.queue_status)
 
 Every command takes ``--json``.  Pins take effect within one interval of
 the leader; the controller never overrides them.
@@ -25,6 +30,11 @@ Moving a tenant's existing containers to its substore is explicit
 
     swift-mass migrate plan TENANT [CONTAINER...] [--policy NAME]
     swift-mass migrate run TENANT [CONTAINER...] [--policy NAME]
+
+Marking a tenant urgent, so that the object servers keep slots for it, is
+done through a proxy with the same credentials (swift_mass.urgent_mark)::
+
+    swift-mass urgent TENANT [--on | --off]
 """
 import argparse
 import json
@@ -222,6 +232,42 @@ def check_rings(args):
         else 0
 
 
+def queue(args):
+    """swift-mass queue: needs the ring files, not the store.  Exit 1 when
+    an object server could not be read (or the rings)."""
+    from swift_mass import queue_status
+    try:
+        devices = queue_status.ring_devices(args.swift_dir)
+        result = queue_status.report(
+            queue_status.fetch(sorted(devices), args.timeout), devices)
+    except Exception as err:
+        print('swift-mass: %s: %s' % (type(err).__name__, err),
+              file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(queue_status.format_report(result))
+    return 1 if result['errors'] else 0
+
+
+def urgent(args):
+    """swift-mass urgent: through a proxy, not the store."""
+    # swiftclient is needed by this command only
+    from swift_mass import urgent_mark
+    try:
+        result = urgent_mark.command(args)
+    except Exception as err:
+        print('swift-mass: %s: %s' % (type(err).__name__, err),
+              file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(urgent_mark.text(result))
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog='swift-mass', description=__doc__.split('\n')[0])
@@ -269,12 +315,49 @@ def main(argv=None):
                    help='where swift.conf and the ring files are')
     p.add_argument('--strict', action='store_true',
                    help='exit 1 when there is a warning')
+    p = sub.add_parser(
+        'queue', help='every object server\'s mass_queue: slots, waiters '
+        'and counts per device (exit 1 when a server could not be read)',
+        description='Asks GET /mass_queue of every object server in the '
+        'object rings of swift.conf\'s storage policies.  Figures are per '
+        'object-server worker: each server\'s are those of the worker that '
+        'answered.  Exit status 0 when every server answered, 1 when any '
+        'could not be read (down, or mass_queue not in its pipeline).')
+    p.add_argument('--swift-dir', default='/etc/swift',
+                   help='where swift.conf and the ring files are')
+    p.add_argument('--timeout', type=float, default=5.0,
+                   help='seconds to wait for each server (default 5)')
+    p.add_argument('--json', action='store_true',
+                   default=argparse.SUPPRESS)
+    p = sub.add_parser(
+        'urgent', help='show, set or clear a tenant\'s urgent mark',
+        description='Without --on or --off, shows whether TENANT is marked '
+        'urgent; with them, marks it (or clears the mark) with an account '
+        'POST through the proxy, then checks the mark the proxy shows.  '
+        'Needs a reseller admin\'s credentials and the mass filter in the '
+        'proxy\'s pipeline.  Proxies pick a change up within their '
+        'urgent_recheck_seconds ([filter:mass], default 30).')
+    p.add_argument('tenant', help='the account, e.g. AUTH_test')
+    onoff = p.add_mutually_exclusive_group()
+    onoff.add_argument('--on', action='store_const', const=True,
+                       default=None, help='mark the tenant urgent')
+    onoff.add_argument('--off', action='store_const', const=False,
+                       dest='on', help='clear the mark')
+    p.add_argument('--auth-url', help='default: $ST_AUTH')
+    p.add_argument('--user', help='default: $ST_USER')
+    p.add_argument('--key', help='default: $ST_KEY')
+    p.add_argument('--json', action='store_true',
+                   default=argparse.SUPPRESS)
     p = sub.add_parser('bench', help='tenants\' workloads against a '
                        'SAIO, compared with and without Mass')
     bench.add_arguments(p)
     args = parser.parse_args(argv)
     if args.command == 'check-rings':
         return check_rings(args)
+    if args.command == 'queue':
+        return queue(args)
+    if args.command == 'urgent':
+        return urgent(args)
     if args.command == 'bench':
         return bench.main(args)
     try:

@@ -837,7 +837,7 @@ def credentials(args, environ=os.environ):
             ('--auth-url/ST_AUTH', '--user/ST_USER', '--key/ST_KEY'), found)
             if not value]
         raise MigrationError(
-            'migrate acts on the tenant\'s account as a reseller admin; '
+            'swift-mass acts on the tenant\'s account as a reseller admin; '
             'missing %s' % ', '.join(missing))
     return found
 

@@ -296,7 +296,7 @@ class MassQueueMiddleware(object):
         tenant = self._tenant(env, rest) if self.urgent_tenants else None
         urgent = env.get(tags.URGENT_ENV) == tags.URGENT
         if urgent and len(self.urgent_seen) < MAX_URGENT_SEEN:
-            self.urgent_seen.add(self._tenant(env, rest))
+            self.urgent_seen.add(self._tenant(env, rest) or '')
         batch = (self.batch_slots and method == 'PUT' and
                  env.get(tags.ENV_CLASS) == 'write')
         ticket = queue.arrive(env[tags.ENV_PRIORITY], tenant, batch,
