@@ -17,6 +17,11 @@ CLASS_HEADER = 'X-Backend-Mass-Class'
 URGENT_HEADER = 'X-Backend-Mass-Urgent'
 URGENT_ENV = 'HTTP_X_BACKEND_MASS_URGENT'
 URGENT = 'true'
+# Only on requests of tenants whose policy's method is batch: their PUTs
+# may use mass_queue's batch slots.
+BATCH_HEADER = 'X-Backend-Mass-Batch'
+BATCH_ENV = 'HTTP_X_BACKEND_MASS_BATCH'
+BATCH = 'true'
 
 # WSGI environ keys for the same facts, for middlewares further right.
 ENV_TENANT = 'mass.tenant'

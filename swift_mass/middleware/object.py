@@ -34,8 +34,10 @@ also given back when the object server raises.
 * With ``adaptive_slots``, each device's slot counts follow utilisation
   between bounds: doubling when the slots are busy and requests wait,
   shrinking by one when they are mostly idle.
-* ``batch_slots``: PUTs of write-dominated tenants (class ``write``) may use
-  that many extra slots per device, so more of them run at once and the
+* ``batch_slots``: PUTs of tenants whose Mass policy has the method
+  ``batch`` (the proxy tags them ``X-Backend-Mass-Batch: true``; by
+  default the method of write-dominated tenants) may use that many extra
+  slots per device, so more of them run at once and the
   filesystem commits their fsyncs together.  Each object is still fsynced
   before its 201.  Give the object server at least that many tpool threads
   (``eventlet_tpool_num_threads``, default 20) for the fsyncs to overlap.
@@ -298,7 +300,7 @@ class MassQueueMiddleware(object):
         if urgent and len(self.urgent_seen) < MAX_URGENT_SEEN:
             self.urgent_seen.add(self._tenant(env, rest) or '')
         batch = (self.batch_slots and method == 'PUT' and
-                 env.get(tags.ENV_CLASS) == 'write')
+                 env.get(tags.BATCH_ENV) == tags.BATCH)
         ticket = queue.arrive(env[tags.ENV_PRIORITY], tenant, batch,
                               urgent=urgent)
         if ticket.state == device_queue.WAITING:

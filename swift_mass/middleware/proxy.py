@@ -310,6 +310,10 @@ class MassMiddleware(object):
         if entry is not None:
             env[tags.ENV_POLICY] = entry
             env['HTTP_X_BACKEND_MASS_CLASS'] = entry['class']
+            if entry.get('method') == 'batch':
+                # not the class: a batch method validation deleted, or a
+                # pin with another method, must not keep the batch slots
+                env[tags.BATCH_ENV] = tags.BATCH
             if entry.get('ring') and env['REQUEST_METHOD'] == 'PUT' and \
                     routing.container_of(env['PATH_INFO']):
                 app = self._route

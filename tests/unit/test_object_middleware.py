@@ -425,15 +425,15 @@ def test_replicate_is_queued_as_background():
     assert not logger.timings
 
 
-def test_write_class_puts_use_batch_slots():
+def test_puts_of_batch_tenants_use_batch_slots():
     mw, app, _ = queued({'batch_slots': '2'})
-    write = {'X-Backend-Mass-Class': 'write'}
+    write = {'X-Backend-Mass-Class': 'write', 'X-Backend-Mass-Batch': 'true'}
     _, first = start(mw)
     # the general slot is taken; batch slots are free, but not for a GET
-    # of that tenant nor for a PUT of another class
+    # of that tenant nor for a PUT of a write tenant without the method
     reader = eventlet.spawn(start, mw, 'GET', headers=write)
     other_put = eventlet.spawn(start, mw, 'PUT', headers={
-        'X-Backend-Mass-Class': 'mixed'})
+        'X-Backend-Mass-Class': 'write'})
     eventlet.sleep(0)
     assert queue_stats(mw)['waiting'] == 2
     puts = [start(mw, 'PUT', headers=write)[1] for _ in range(2)]

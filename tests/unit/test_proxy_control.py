@@ -164,7 +164,25 @@ def test_class_tag_after_a_decision_and_durable_copy():
     call(mass)
     headers, env = backend.requests[-1][2], backend.requests[-1][3]
     assert headers['X-Backend-Mass-Class'] == 'write'
+    assert headers['X-Backend-Mass-Batch'] == 'true'
     assert env['mass.policy'] == entry
+
+
+def test_batch_tag_follows_the_method_not_the_class():
+    # a write-dominated tenant whose batch method is gone (validation
+    # deleted it, or an operator pinned another) keeps no batch slots
+    mass, backend = make({'write_method': 'none'})
+    for _ in range(12):
+        call(mass, method='PUT', body=b'z')
+    assert mass.agent.tick()
+    assert mass.agent.policy('AUTH_t')['method'] == 'none'
+    call(mass, method='PUT', body=b'z')
+    headers = backend.requests[-1][2]
+    assert headers['X-Backend-Mass-Class'] == 'write'
+    assert 'X-Backend-Mass-Batch' not in headers
+    call(mass, method='PUT', body=b'z',
+         headers={'X-Backend-Mass-Batch': 'true'})
+    assert 'X-Backend-Mass-Batch' not in backend.requests[-1][2]
 
 
 def test_client_cannot_forge_its_class():
