@@ -32,7 +32,14 @@ arrived less than ``slack[pb] - slack[pa]`` seconds after A
 ``max(slack) - min(slack)`` seconds after A never go before it, so A waits at
 most for the requests that arrived before that moment; and never longer than
 its deadline, after which it is refused (the middleware answers 503 with
-Retry-After).  The bound is between requests competing for the same slot:
+Retry-After).  Refusals are limited to ``max_refusals_per_minute`` per
+device: Swift's proxy counts every 5xx against the node and, after
+``error_suppression_limit`` (10) of them within a minute, sends no request
+of any tenant to it for a minute, so unlimited refusals under a sustained
+overload would turn slow successes into failures for everyone.  Past that
+budget a request whose deadline passes is admitted over the slot count
+instead (counted in ``admitted_past_deadline``).  The bound is between
+requests competing for the same slot:
 a request that takes a slot A may not use (a slot reserved for urgent
 tenants, a batch slot) overtakes nobody.
 
@@ -58,6 +65,7 @@ may use ``batch_slots`` slots of their own before they compete for a general
 slot, so more of their PUTs run at once and the filesystem commits their
 fsyncs together.  Nothing about each PUT changes.
 """
+import collections
 import heapq
 import itertools
 from collections import namedtuple
@@ -76,6 +84,8 @@ EVENT_ISOLATED = 'mode.isolated'
 EVENT_SHARED = 'mode.shared'
 EVENT_GROW = 'slots.grow'
 EVENT_SHRINK = 'slots.shrink'
+EVENT_PAST_DEADLINE = 'admitted_past_deadline'
+REFUSAL_WINDOW = 60.0   # seconds, Swift's default error_suppression_interval
 
 Adaptive = namedtuple('Adaptive', 'interval low high')
 Adaptive.__doc__ = """When and how slot counts adapt: every `interval`
@@ -208,13 +218,16 @@ class DeviceQueue(object):
     :param adaptive: an Adaptive, or None for fixed slot counts.
     :param slot_bounds: (min, max) general slots when adaptive.
     :param batch_bounds: (min, max) batch slots when adaptive.
-    :param on_event: called with EVENT_* names (mode switches, adaptation).
+    :param on_event: called with EVENT_* names (mode switches, adaptation,
+        admissions past the deadline).
+    :param max_refusals_per_minute: refusals per REFUSAL_WINDOW seconds;
+        None: no limit.
     """
 
     def __init__(self, slots, clock, slack, deadline, batch_slots=0,
                  urgent_tenants=(), urgent_share=0.0, urgent_idle=30.0,
                  adaptive=None, slot_bounds=None, batch_bounds=None,
-                 on_event=None):
+                 on_event=None, max_refusals_per_minute=None):
         if slots < 1:
             raise ValueError('a device queue needs at least one slot')
         if not 0.0 <= urgent_share <= 1.0:
@@ -253,6 +266,9 @@ class DeviceQueue(object):
         self.admitted = 0
         self.admitted_after_wait = 0
         self.refused = 0
+        self.admitted_past_deadline = 0
+        self.max_refusals = max_refusals_per_minute
+        self._refusal_times = collections.deque()
         self.admitted_by_priority = {}
         self.wait_seconds_by_priority = {}
 
@@ -366,6 +382,7 @@ class DeviceQueue(object):
             'admitted': self.admitted,
             'admitted_after_wait': self.admitted_after_wait,
             'refused': self.refused,
+            'admitted_past_deadline': self.admitted_past_deadline,
             'admitted_by_priority': dict(self.admitted_by_priority),
             'wait_seconds_by_priority': dict(self.wait_seconds_by_priority),
         }
@@ -388,11 +405,18 @@ class DeviceQueue(object):
     def _advance(self, now):
         while self._deadlines and self._deadlines[0][0] <= now:
             ticket = heapq.heappop(self._deadlines)[2]
-            if ticket.state == WAITING:
+            if ticket.state != WAITING:
+                continue
+            if self._may_refuse(now):
                 self._stop_waiting(ticket, REFUSED)
                 self.refused += 1
-                if ticket.wake is not None:
-                    ticket.wake()
+            else:
+                self._stop_waiting(ticket, ADMITTED)
+                self._grant(ticket, self.general, now)
+                self.admitted_past_deadline += 1
+                self._emit(EVENT_PAST_DEADLINE)
+            if ticket.wake is not None:
+                ticket.wake()
         if self._can_share() and now - self._last_urgent >= self.urgent_idle:
             self._set_mode(SHARED)
         if self._next_adapt is not None and now >= self._next_adapt:
@@ -402,6 +426,18 @@ class DeviceQueue(object):
                 if event:
                     self._emit(event)
             self._next_adapt = now + self.adaptive.interval
+
+    def _may_refuse(self, now):
+        """True, and counted, while the refusal budget lasts."""
+        if self.max_refusals is None:
+            return True
+        times = self._refusal_times
+        while times and times[0] <= now - REFUSAL_WINDOW:
+            times.popleft()
+        if len(times) >= self.max_refusals:
+            return False
+        times.append(now)
+        return True
 
     def _note_pressure(self):
         # A pool is pressed when requests it could serve are kept waiting.

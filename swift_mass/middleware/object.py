@@ -21,7 +21,10 @@ seconds after it, so nothing starves (``swift_mass.queue`` has the
 details).  A request that waited ``deadline`` seconds is answered ``503
 Service Unavailable`` with ``Retry-After``; the proxy then tries another
 node, as for any busy node (and, like any 5xx, counts it towards
-error-limiting that node).  The slot is held until the response body is
+error-limiting that node: at most ``max_refusals_per_minute`` requests per
+device are refused in a minute, and past that a request whose deadline
+passes is admitted over the slot count, so that refusals never get a node
+error-limited for every tenant).  The slot is held until the response body is
 fully sent or closed, including when the client goes away mid-body, and
 also given back when the object server raises.
 
@@ -144,6 +147,8 @@ class MassQueueMiddleware(object):
         self.deadline = float_option(conf, SECTION, 'deadline', 3.0, 0.0,
                                      3600.0)
         self.retry_after = int_option(conf, SECTION, 'retry_after', 1, 0)
+        self.max_refusals = int_option(conf, SECTION,
+                                       'max_refusals_per_minute', 5, 0)
         priority_slack = float_option(conf, SECTION, 'priority_slack', 0.25,
                                       0.0, 3600.0)
         self.slack = device_queue.linear_slack(
@@ -226,6 +231,7 @@ class MassQueueMiddleware(object):
                 urgent_share=self.urgent_share,
                 urgent_idle=self.urgent_idle, adaptive=self.adaptive,
                 slot_bounds=self.slot_bounds, batch_bounds=self.batch_bounds,
+                max_refusals_per_minute=self.max_refusals,
                 on_event=lambda event: self.logger.increment(
                     'queue.' + event))
         return queue
@@ -273,6 +279,7 @@ class MassQueueMiddleware(object):
             'slots_per_device': self.slots_per_device,
             'batch_slots': self.batch_slots,
             'deadline': self.deadline,
+            'max_refusals_per_minute': self.max_refusals,
             'urgent_tenants': sorted(self.urgent_tenants),
             'urgent_seen': sorted(self.urgent_seen),
             'adaptive_slots': self.adaptive is not None,

@@ -364,6 +364,25 @@ def test_a_request_waiting_past_its_deadline_gets_503_retry_after():
     assert in_use(mw) == 0
 
 
+def test_past_the_refusal_budget_a_late_request_is_served():
+    clock = Clock()
+    mw, app, logger = queued({'deadline': '2',
+                              'max_refusals_per_minute': '1'}, clock=clock)
+    _, first = start(mw)
+    waiters = [eventlet.spawn(start, mw) for _ in range(2)]
+    eventlet.sleep(0)
+    clock.now += 2.0
+    mw.queues['sdb1'].poll()
+    statuses = sorted(w.wait()[0]['status'][:3] for w in waiters)
+    assert statuses == ['200', '503']
+    assert logger.counts['queue.refused'] == 1
+    assert logger.counts['queue.admitted_past_deadline'] == 1
+    state = json.loads(call(mw, path='/mass_queue').body)
+    assert state['max_refusals_per_minute'] == 1
+    assert state['devices']['sdb1']['admitted_past_deadline'] == 1
+    first.close()
+
+
 def test_a_waiter_notices_its_deadline_without_any_other_request():
     # deadline 0: never wait; the waiter's own timeout refuses it
     mw, app, logger = queued({'deadline': '0'})

@@ -163,6 +163,63 @@ def test_waiter_past_its_deadline_is_refused_and_woken():
     assert queue.stats()['slots_in_use'] == 0
 
 
+def test_past_the_refusal_budget_an_expired_waiter_is_admitted():
+    events = []
+    queue, clock = make(deadline=1.0, max_refusals_per_minute=2,
+                        events=events)
+    wakes = Wakes()
+    running = queue.arrive(5)
+    waiters = [wakes.watch(queue.arrive(5)) for _ in range(4)]
+    clock.now += 1.0
+    queue.poll()
+    # two refusals, then the others are admitted over the one slot
+    assert [w.state for w in waiters] == [q.REFUSED, q.REFUSED,
+                                          q.ADMITTED, q.ADMITTED]
+    assert wakes.woken == waiters
+    stats = queue.stats()
+    assert (stats['refused'], stats['admitted_past_deadline']) == (2, 2)
+    assert stats['slots_in_use'] == 3
+    assert events == [q.EVENT_PAST_DEADLINE] * 2
+    # over the slot count, nobody new gets in until the slots are back
+    late = queue.arrive(5)
+    assert late.state == q.WAITING
+    for ticket in [running] + waiters[2:]:
+        queue.release(ticket)
+    assert late.state == q.ADMITTED
+    assert queue.stats()['slots_in_use'] == 1
+    queue.release(late)
+
+
+def test_the_refusal_budget_is_per_minute():
+    queue, clock = make(deadline=1.0, max_refusals_per_minute=1)
+    running = queue.arrive(5)
+    first = queue.arrive(5)
+    clock.now += 1.0
+    queue.poll()
+    second = queue.arrive(5)
+    clock.now += 1.0
+    queue.poll()
+    assert (first.state, second.state) == (q.REFUSED, q.ADMITTED)
+    queue.release(second)
+    clock.now += q.REFUSAL_WINDOW - 1.0
+    third = queue.arrive(5)
+    clock.now += 1.0
+    queue.poll()
+    assert third.state == q.REFUSED
+    queue.release(running)
+
+
+def test_a_zero_refusal_budget_never_refuses():
+    queue, clock = make(deadline=0.0, max_refusals_per_minute=0)
+    running = queue.arrive(5)
+    waiter = queue.arrive(5)
+    queue.poll()
+    assert waiter.state == q.ADMITTED
+    assert queue.stats()['refused'] == 0
+    queue.release(running)
+    queue.release(waiter)
+
+
 def test_expired_waiter_is_refused_before_a_release_could_admit_it():
     queue, clock = make(deadline=1.0)
     running = queue.arrive(5)
@@ -481,7 +538,7 @@ def test_stats_count_admissions_waits_and_refusals():
         'mode': q.SHARED, 'slots': 1, 'slots_in_use': 1, 'batch_slots': 0,
         'batch_slots_in_use': 0, 'reserved_slots': 0, 'waiting': 0,
         'waiting_by_priority': {}, 'admitted': 2,
-        'admitted_after_wait': 1, 'refused': 1,
+        'admitted_after_wait': 1, 'refused': 1, 'admitted_past_deadline': 0,
         'admitted_by_priority': {7: 1, 3: 1},
         'wait_seconds_by_priority': {7: 0.0, 3: pytest.approx(1.5)},
     }

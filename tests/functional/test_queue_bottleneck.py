@@ -1,0 +1,100 @@
+"""Devices whose slots are the bottleneck: a noisy writer saturating the
+slowed devices of the ``bulk`` substore (tools/saio-slow, 20 write IOPS),
+an urgent writer (marked in account sysmeta) and an urgent reader
+(the object servers' urgent_tenants) on the same devices, with and without
+Mass in the same run (``swift-mass bench --modes default,static``).
+
+The test checks what must hold whatever the speed: every request of every
+tenant succeeds in both modes and every tenant, the noisy one included,
+progresses.  The latencies are printed, not asserted (docs/benchmarks.md,
+"Slots as the bottleneck", has the full ABBA run).
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from swift_mass import cli
+from tests.functional.conftest import PROXY, ROOT, saio
+from tests.functional.test_slow_devices import slow
+
+SECONDS = 8
+TENANTS = [
+    'backup:job:job=C,concurrency=12,policy=bulk,warmup=1',
+    'dbdump:dump:dump=get=1,size=8k,objects=10,concurrency=1,policy=bulk,'
+    'warmup=1',
+    'photos:web:web=put=1,size=8k,objects=10,concurrency=1,policy=bulk,'
+    'warmup=1',
+]
+QUEUE = {'slots_per_device': '4', 'batch_slots': '0', 'deadline': '8'}
+OPERATOR = {'ST_AUTH': PROXY + '/auth/v1.0', 'ST_USER': 'admin:admin',
+            'ST_KEY': 'admin'}
+
+
+def queue_options():
+    """The object servers' [filter:mass_queue] options, as tools/saio
+    queue shows them."""
+    out = saio('queue').stdout
+    return dict(line.split(':', 1)[1].strip().split(' = ', 1)
+                for line in out.splitlines() if ' = ' in line)
+
+
+def set_queue(options):
+    result = saio('queue', *['%s=%s' % item for item in
+                             sorted(options.items())], check=False)
+    assert result.returncode == 0, result.stdout
+
+
+def mark_urgent(on, monkeypatch, capsys):
+    for name, value in OPERATOR.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(['urgent', 'AUTH_photos',
+                     '--on' if on else '--off']) == 0
+    capsys.readouterr()
+
+
+@pytest.fixture
+def bottleneck(cluster, monkeypatch, capsys):
+    if not os.path.exists('/sys/fs/cgroup/blkio/'
+                          'blkio.throttle.write_iops_device'):
+        pytest.skip('no cgroup v1 blkio throttle: devices cannot be slowed')
+    before = queue_options()
+    mark_urgent(True, monkeypatch, capsys)
+    try:
+        result = slow('set', '3,4', '--write-iops', '20')
+        assert result.returncode == 0, result.stdout
+        set_queue(QUEUE)
+        yield
+    finally:
+        assert slow('clear').returncode == 0
+        set_queue(dict((key, before[key]) for key in QUEUE))
+        mark_urgent(False, monkeypatch, capsys)
+
+
+def test_urgent_tenants_beside_a_noisy_writer_on_saturated_devices(
+        bottleneck, tmp_path):
+    cmd = [sys.executable, '-m', 'swift_mass.cli', 'bench', '--modes',
+           'default,static', '--cycles', '1', '--no-control', '--no-plots',
+           '--seconds', str(SECONDS), '--out', str(tmp_path)]
+    for tenant in TENANTS:
+        cmd += ['--tenant', tenant]
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout
+    result = json.load(open(os.path.join(str(tmp_path), 'results.json')))
+    runs = dict((run['mode'], run['tenants']) for run in result['runs'])
+    assert set(runs) == {'default', 'static'}
+    for mode, tenants in runs.items():
+        for name, figures in tenants.items():
+            # nothing refused or failed, with the queue or without
+            assert figures['errors'] == 0, (mode, name, figures['statuses'])
+            # everyone progresses: the noisy writer too
+            assert figures['operations'] > 0, (mode, name)
+    print('\n' + '\n'.join(
+        '%-7s %-8s %6.1f ops/s  p50 %7.1f ms  p99 %7.1f ms' % (
+            mode, name, figures['ops_per_s'], figures['p50_ms'],
+            figures['p99_ms'])
+        for mode in ('default', 'static')
+        for name, figures in sorted(runs[mode].items())))
