@@ -215,11 +215,12 @@ def show(command, result):
         print('%-26s %s' % (key + ':', value))
 
 
-def check_rings(args):
-    """swift-mass check-rings: needs the ring files, not the store.  Exit
-    1 when a ring cannot be read (or, with --strict, on a warning)."""
+def without_store(args, compute, text, failed=lambda result: False):
+    """Run a command that needs no store: print ``compute()``'s result as
+    JSON (--json) or ``text(result)``.  Exit 1 when it raises or when
+    ``failed(result)``."""
     try:
-        result = rings.report(args.swift_dir)
+        result = compute()
     except Exception as err:
         print('swift-mass: %s: %s' % (type(err).__name__, err),
               file=sys.stderr)
@@ -227,45 +228,38 @@ def check_rings(args):
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
-        print(rings.format_report(result))
-    return 1 if result['errors'] or (args.strict and result['warnings']) \
-        else 0
+        print(text(result))
+    return 1 if failed(result) else 0
+
+
+def check_rings(args):
+    """swift-mass check-rings: needs the ring files.  Exit 1 when a ring
+    cannot be read (or, with --strict, on a warning)."""
+    return without_store(
+        args, lambda: rings.report(args.swift_dir), rings.format_report,
+        lambda result: result['errors'] or (
+            args.strict and result['warnings']))
 
 
 def queue(args):
-    """swift-mass queue: needs the ring files, not the store.  Exit 1 when
-    an object server could not be read (or the rings)."""
+    """swift-mass queue: needs the ring files.  Exit 1 when an object
+    server could not be read (or the rings)."""
     from swift_mass import queue_status
-    try:
+
+    def compute():
         devices = queue_status.ring_devices(args.swift_dir)
-        result = queue_status.report(
+        return queue_status.report(
             queue_status.fetch(sorted(devices), args.timeout), devices)
-    except Exception as err:
-        print('swift-mass: %s: %s' % (type(err).__name__, err),
-              file=sys.stderr)
-        return 1
-    if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
-    else:
-        print(queue_status.format_report(result))
-    return 1 if result['errors'] else 0
+    return without_store(args, compute, queue_status.format_report,
+                         lambda result: result['errors'])
 
 
 def urgent(args):
-    """swift-mass urgent: through a proxy, not the store."""
+    """swift-mass urgent: through a proxy."""
     # swiftclient is needed by this command only
     from swift_mass import urgent_mark
-    try:
-        result = urgent_mark.command(args)
-    except Exception as err:
-        print('swift-mass: %s: %s' % (type(err).__name__, err),
-              file=sys.stderr)
-        return 1
-    if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
-    else:
-        print(urgent_mark.text(result))
-    return 0
+    return without_store(args, lambda: urgent_mark.command(args),
+                         urgent_mark.text)
 
 
 def main(argv=None):
