@@ -34,7 +34,7 @@ from swift_mass import rings
 ADMIN_PATH = '/mass_queue'
 # Summed over every device of every server that answered.
 TOTALS = ('slots_in_use', 'waiting', 'admitted', 'admitted_after_wait',
-          'refused')
+          'refused', 'admitted_past_deadline')
 # Servers asked at once: an answer is a few kilobytes, most of the time is
 # waiting for servers that are down.
 MAX_THREADS = 32
@@ -175,7 +175,7 @@ def report(answers, devices=None):
             'note': WORKER_NOTE}
 
 
-ROW = '%-21s %-10s %-8s %9s %7s %8s %7s %9s %7s %7s'
+ROW = '%-21s %-10s %-8s %9s %7s %8s %7s %9s %7s %7s %5s'
 
 
 def _tenants(counts, servers):
@@ -192,7 +192,7 @@ def format_report(result):
     that slots are per worker."""
     lines = [ROW % ('server', 'device', 'mode', 'slots', 'batch',
                     'reserved', 'waiting', 'admitted', 'waited',
-                    'refused')]
+                    'refused', 'late')]
     for row in result['servers']:
         if 'error' in row:
             lines.append('%-21s NOT READ: %s' % (row['server'],
@@ -205,7 +205,8 @@ def format_report(result):
                 '%d/%d' % (s['slots_in_use'], s['slots']),
                 '%d/%d' % (s['batch_slots_in_use'], s['batch_slots']),
                 s['reserved_slots'], s['waiting'], s['admitted'],
-                s['admitted_after_wait'], s['refused']))
+                s['admitted_after_wait'], s['refused'],
+                s.get('admitted_past_deadline', '-')))
         if row['no_queue_yet']:
             lines.append('%-21s %-10s no request yet' % (
                 row['server'], ','.join(row['no_queue_yet'])))
@@ -216,7 +217,7 @@ def format_report(result):
     lines.append(ROW % ('total', '%d devices' % t['devices'], '',
                         t['slots_in_use'], '', '', t['waiting'],
                         t['admitted'], t['admitted_after_wait'],
-                        t['refused']))
+                        t['refused'], t['admitted_past_deadline']))
     read = t['servers_read']
     urgent = result['urgent']
     lines += ['', '%d of %d object servers read' % (read, t['servers']),

@@ -272,8 +272,8 @@ def test_report_sums_devices_and_lists_errors():
     assert result['totals'] == {
         'slots_in_use': 1 + 1 + 1, 'waiting': 1 + 1 + 0,
         'admitted': 2 + 2 + 10, 'admitted_after_wait': 1 + 1 + 2,
-        'refused': 1 + 1 + 1, 'servers': 3, 'servers_read': 2,
-        'devices': 3}
+        'refused': 1 + 1 + 1, 'admitted_past_deadline': 0, 'servers': 3,
+        'servers_read': 2, 'devices': 3}
     assert result['errors'] == ['127.0.0.3:6230: connection refused']
     assert result['urgent'] == {
         'configured': {'AUTH_dbdump': 1},
@@ -306,11 +306,11 @@ def test_format_report():
     lines = text.splitlines()
     assert lines[0].split() == ['server', 'device', 'mode', 'slots',
                                 'batch', 'reserved', 'waiting', 'admitted',
-                                'waited', 'refused']
+                                'waited', 'refused', 'late']
     assert lines[1].split() == ['127.0.0.1:6210', 'sdb1', 'shared', '1/1',
-                                '0/0', '0', '1', '2', '1', '1']
+                                '0/0', '0', '1', '2', '1', '1', '0']
     assert lines[2].split() == ['127.0.0.1:6210', 'sdb5', 'isolated',
-                                '1/4', '1/2', '2', '1', '2', '1', '1']
+                                '1/4', '1/2', '2', '1', '2', '1', '1', '0']
     assert lines[3].split() == ['127.0.0.1:6210', 'ssd1', 'no', 'request',
                                 'yet']
     assert lines[4].split() == ['127.0.0.2:6220', 'sdb2', 'no', 'request',
@@ -318,7 +318,7 @@ def test_format_report():
     assert lines[5] == ('127.0.0.3:6230        NOT READ: HTTP 400 Bad '
                         'Request: mass_queue is not in its pipeline')
     assert lines[6].split() == ['total', '2', 'devices', '2', '2', '4',
-                                '2', '2']
+                                '2', '2', '0']
     assert lines[7:] == [
         '',
         '2 of 3 object servers read',
