@@ -10,6 +10,7 @@ import pytest
 from swift_mass import cli, queue_status
 
 from tests.functional.conftest import ROOT
+from tests.functional.test_queue import make_container, remove_container
 
 SWIFT_DIR = '/etc/swift'
 # tools/saio: server n is 127.0.0.n:62n0 with device sdbn, in every ring
@@ -29,13 +30,19 @@ def with_mass_queue(cluster):
 
 
 @pytest.fixture
-def traffic(with_mass_queue, tenant, container):
+def traffic(with_mass_queue, tenant):
     """Objects PUT and read back: every device queued some requests (3
-    replicas of each over the 4 devices)."""
-    for n in range(12):
-        path = '/%s/o%d' % (container, n)
-        assert tenant.request('PUT', path, data=b'x').status_code == 201
-        assert tenant.request('GET', path).status_code == 200
+    replicas of each over the 4 devices; the policy is named, since Mass
+    may route the tenant's new containers to a 2-device substore)."""
+    container = make_container(tenant, 'standard')
+    try:
+        for n in range(12):
+            path = '/%s/o%d' % (container, n)
+            assert tenant.request('PUT', path, data=b'x').status_code == 201
+            assert tenant.request('GET', path).status_code == 200
+        yield
+    finally:
+        remove_container(tenant, container)
 
 
 def test_every_object_server_and_its_device(traffic, capsys):
