@@ -8,37 +8,11 @@ from swift.common.utils import Timestamp, md5
 
 from swift_mass.middleware import proxy
 from swift_mass.store import RedisStore
+from tests.unit.helpers import REDIS_URL, Logger
 
-REDIS_URL = 'redis://127.0.0.1:6379/15'
 DOWN_REDIS_URL = 'redis://127.0.0.1:1/15'  # connection refused
 PATH = '/v1/AUTH_t/c/o'
 BODY = b'0123456789' * 10
-
-
-class Logger(object):
-    def __init__(self):
-        self.lines = []
-        self.counters = []
-        self.txn_id = None
-
-    def _line(self, level):
-        def log(msg, *args, **kwargs):
-            self.lines.append((level, msg % args if args else msg))
-        return log
-
-    def __getattr__(self, name):
-        if name in ('debug', 'info', 'warning', 'error', 'exception'):
-            return self._line(name)
-        raise AttributeError(name)
-
-    def increment(self, name, *args, **kwargs):
-        self.counters.append(name)
-
-    def update_stats(self, name, value, *args, **kwargs):
-        pass
-
-    def timing_since(self, *args, **kwargs):
-        pass
 
 
 def authorize_as(user):

@@ -1,10 +1,10 @@
-"""Fixtures shared by the unit tests of the cache and merge methods."""
+"""Fixtures shared by the unit tests that use the machine's Redis."""
 import uuid
 
 import pytest
 import redis
 
-from tests.unit.cache_fakes import REDIS_URL
+from tests.unit.helpers import REDIS_URL
 
 
 @pytest.fixture(scope='session')

@@ -16,9 +16,9 @@ from swift_mass.policies import base, cache
 from swift_mass.policies.bodies import Entry, LocalBodies
 from swift_mass.policies.generation import Generations
 from swift_mass.store import LocalStore
-from tests.unit.cache_fakes import BODY, DOWN_REDIS_URL, PATH, REDIS_URL, \
-    Logger, Swift, authorize_as, call, make, put
-from tests.unit.helpers import Clock
+from tests.unit.cache_fakes import BODY, DOWN_REDIS_URL, PATH, Swift, \
+    authorize_as, call, make, put
+from tests.unit.helpers import REDIS_URL, Clock, Logger
 
 
 def cached(mass, swift, path=PATH, **kwargs):

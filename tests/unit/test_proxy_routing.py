@@ -12,6 +12,7 @@ from swift.proxy.controllers.base import get_cache_key, \
 from swift_mass import config
 from swift_mass.middleware import proxy
 from swift_mass.store import LocalStore
+from tests.unit.helpers import Logger
 
 POLICY_INDEX = {'standard': 0, 'fast': 1, 'bulk': 2}
 
@@ -91,31 +92,6 @@ def lookups(monkeypatch):
         return real(env, app, swift_source=swift_source)
     monkeypatch.setattr(proxy, 'get_container_info', counting)
     return seen
-
-
-class Logger(object):
-    """Keeps what Mass logs and counts."""
-
-    def __init__(self):
-        self.lines = []
-        self.counters = []
-        self.txn_id = None
-
-    def _line(self, level):
-        def log(msg, *args, **kwargs):
-            self.lines.append((level, msg % args if args else msg))
-        return log
-
-    def __getattr__(self, name):
-        if name in ('debug', 'info', 'warning', 'error', 'exception'):
-            return self._line(name)
-        raise AttributeError(name)
-
-    def increment(self, name, *args, **kwargs):
-        self.counters.append(name)
-
-    def update_stats(self, name, value, *args, **kwargs):
-        pass
 
 
 def make(pin='write', ring=None):

@@ -17,9 +17,8 @@ from swift.common.memcached import MemcacheRing
 from swift_mass.config import ConfigError
 from swift_mass.store import (
     LocalStore, MemcacheStore, RedisStore, ResilientStore, store_from_conf)
-from tests.unit.helpers import Clock
+from tests.unit.helpers import REDIS_URL, Clock
 
-REDIS_URL = 'redis://127.0.0.1:6379/15'
 MEMCACHE_SERVER = '127.0.0.1:11211'
 DOWN_REDIS_URL = 'redis://127.0.0.1:1/0'  # connection refused
 DOWN_MEMCACHE_SERVER = '127.0.0.1:1'
@@ -54,20 +53,8 @@ class Logger(object):
         pass
 
 
-@pytest.fixture(scope='module')
-def redis_client():
-    client = redis.Redis.from_url(REDIS_URL, socket_timeout=1,
-                                  socket_connect_timeout=1)
-    try:
-        client.ping()
-    except redis.RedisError as err:
-        pytest.skip('no Redis at %s: %s' % (REDIS_URL, err))
-    yield client
-    client.close()
-
-
 @pytest.fixture
-def redis_prefixes(redis_client):
+def redis_prefixes(redis_db15):
     """Makes unique key prefixes; deletes their keys after the test."""
     prefixes = []
 
@@ -76,9 +63,9 @@ def redis_prefixes(redis_client):
         return prefixes[-1]
     yield new_prefix
     for prefix in prefixes:
-        keys = list(redis_client.scan_iter(match=prefix + '*'))
+        keys = list(redis_db15.scan_iter(match=prefix + '*'))
         if keys:
-            redis_client.delete(*keys)
+            redis_db15.delete(*keys)
 
 
 @pytest.fixture(scope='module')
@@ -253,24 +240,24 @@ def test_pins(harness):
 
 # What is particular to one store.
 
-def test_redis_key_layout(redis_client, redis_prefixes):
+def test_redis_key_layout(redis_db15, redis_prefixes):
     prefix = redis_prefixes()
     store = RedisStore(REDIS_URL, prefix=prefix)
     store.add_counts('AUTH_a:b', B0, {'ops.GET': 2}, ttl=60)
     counters = '%sc:%d:AUTH_a%%3Ab' % (prefix, B0)
     tenants = '%scb:%d' % (prefix, B0)
-    assert redis_client.hgetall(counters) == {b'ops.GET': b'2'}
-    assert redis_client.smembers(tenants) == {b'AUTH_a%3Ab'}
+    assert redis_db15.hgetall(counters) == {b'ops.GET': b'2'}
+    assert redis_db15.smembers(tenants) == {b'AUTH_a%3Ab'}
     for key in (counters, tenants):
-        assert 0 < redis_client.ttl(key) <= 60
+        assert 0 < redis_db15.ttl(key) <= 60
 
     store.put_table({'AUTH_a:b': {'method': 'cache'}})
-    assert redis_client.get(prefix + 'table:version') == b'1'
+    assert redis_db15.get(prefix + 'table:version') == b'1'
     assert store.acquire_lease('proxy-1', 5000)
-    assert redis_client.get(prefix + 'leader') == b'proxy-1'
-    assert 0 < redis_client.pttl(prefix + 'leader') <= 5000
+    assert redis_db15.get(prefix + 'leader') == b'proxy-1'
+    assert 0 < redis_db15.pttl(prefix + 'leader') <= 5000
     assert store.acquire_lease('proxy-1', 60000)
-    assert 5000 < redis_client.pttl(prefix + 'leader') <= 60000
+    assert 5000 < redis_db15.pttl(prefix + 'leader') <= 60000
 
 
 def test_memcache_lease_is_taken_by_one_of_many(memcache, memcache_prefixes):
@@ -304,7 +291,7 @@ def test_local_store_forgets_expired_buckets():
     assert list(store._buckets) == [B2]
 
 
-def test_redis_client_is_created_lazily():
+def test_redis_db15_is_created_lazily():
     start = time.monotonic()
     RedisStore(DOWN_REDIS_URL)
     store_from_conf({'redis_url': DOWN_REDIS_URL}, Logger())
