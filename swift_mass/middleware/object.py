@@ -302,10 +302,11 @@ class MassQueueMiddleware(object):
         queue = self._queue_of(device)
         if queue is None:
             return self.app(env, start_response)
-        tenant = self._tenant(env, rest) if self.urgent_tenants else None
         urgent = env.get(tags.URGENT_ENV) == tags.URGENT
+        tenant = self._tenant(env, rest) \
+            if self.urgent_tenants or urgent else None
         if urgent and len(self.urgent_seen) < MAX_URGENT_SEEN:
-            self.urgent_seen.add(self._tenant(env, rest) or '')
+            self.urgent_seen.add(tenant or '')
         batch = (self.batch_slots and method == 'PUT' and
                  env.get(tags.BATCH_ENV) == tags.BATCH)
         ticket = queue.arrive(env[tags.ENV_PRIORITY], tenant, batch,
