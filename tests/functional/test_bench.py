@@ -12,16 +12,25 @@ TENANTS = ['photos:web:web=A,objects=4,warmup=0.5,size=64k',
            'backup:job:job=C,warmup=0.5']
 
 
-def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):
-    before = store.get_pins()
-    cmd = [sys.executable, '-m', 'swift_mass.cli', 'bench', '--cycles', '1',
-           '--seconds', '2', '--out', str(tmp_path)]
-    for tenant in TENANTS:
+def run_bench(tenants, out, options, timeout=300):
+    """``swift-mass bench`` as an operator runs it, with results in
+    ``out``: its output and its results.json."""
+    cmd = [sys.executable, '-m', 'swift_mass.cli', 'bench', '--out',
+           str(out)] + list(options)
+    for tenant in tenants:
         cmd += ['--tenant', tenant]
     proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=300)
+                          stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout)
     assert proc.returncode == 0, proc.stdout
-    result = json.load(open(os.path.join(str(tmp_path), 'results.json')))
+    with open(os.path.join(str(out), 'results.json')) as fp:
+        return proc.stdout, json.load(fp)
+
+
+def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):
+    before = store.get_pins()
+    stdout, result = run_bench(TENANTS, tmp_path,
+                               ['--cycles', '1', '--seconds', '2'])
     assert result['modes'] == ['default', 'static', 'mass']
     # one cycle: each mode once, and default a second time (A/A control)
     assert [(r['mode'], r['control']) for r in result['runs']] == [
@@ -43,7 +52,7 @@ def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):
     assert set(summary) == {'default', 'static', 'mass', 'control'}
     assert summary['mass']['throughput_ratio']['cycles']
     # the table and the plots
-    assert 'ops/s vs default' in proc.stdout
+    assert 'ops/s vs default' in stdout
     for name in ('throughput.png', 'latency.png'):
         with open(os.path.join(str(tmp_path), name), 'rb') as fp:
             assert fp.read(8) == b'\x89PNG\r\n\x1a\n'

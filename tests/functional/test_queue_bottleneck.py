@@ -9,15 +9,13 @@ tenant succeeds in both modes and every tenant, the noisy one included,
 progresses.  The latencies are printed, not asserted (docs/benchmarks.md,
 "Slots as the bottleneck", has the full ABBA run).
 """
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from swift_mass import cli
-from tests.functional.conftest import PROXY, ROOT, saio
+from tests.functional.conftest import PROXY, saio
+from tests.functional.test_bench import run_bench
 from tests.functional.test_slow_devices import slow
 
 SECONDS = 8
@@ -75,15 +73,9 @@ def bottleneck(cluster, monkeypatch, capsys):
 
 def test_urgent_tenants_beside_a_noisy_writer_on_saturated_devices(
         bottleneck, tmp_path):
-    cmd = [sys.executable, '-m', 'swift_mass.cli', 'bench', '--modes',
-           'default,static', '--cycles', '1', '--no-control', '--no-plots',
-           '--seconds', str(SECONDS), '--out', str(tmp_path)]
-    for tenant in TENANTS:
-        cmd += ['--tenant', tenant]
-    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout
-    result = json.load(open(os.path.join(str(tmp_path), 'results.json')))
+    _, result = run_bench(TENANTS, tmp_path, [
+        '--modes', 'default,static', '--cycles', '1', '--no-control',
+        '--no-plots', '--seconds', str(SECONDS)], timeout=600)
     runs = dict((run['mode'], run['tenants']) for run in result['runs'])
     assert set(runs) == {'default', 'static'}
     for mode, tenants in runs.items():
