@@ -606,19 +606,11 @@ class Migrator(object):
             self.progress('%s: waiting %ds for writes in flight' % (
                 container, wait))
             self.sleep(wait)
-        for attempt in range(PASSES + 1):
-            entries = self.listing(container)
-            todo = not_in(entries, index(self.listing(staging)))
-            if not todo:
-                break
-            if attempt == PASSES:
-                raise MigrationError(
-                    '%s: %d objects still differ in %s after %d passes (an '
-                    'object listed but unreadable, e.g. expired, leaves the '
-                    'listing when the object expirer runs): run again '
-                    'later' % (container, len(todo), staging, PASSES))
-            summary['copied'] += self._copy_all(
-                container, staging, in_copy_order(todo), 'copy')
+        self._copy_passes(
+            container, staging, lambda: not_in(
+                self.listing(container), index(self.listing(staging))),
+            'copy', lambda left: '%s: %d objects still differ in %s' % (
+                container, left, staging), summary, 'copied')
         # S holds a verified copy of every object of C: from here on S is
         # the reference and C may be emptied
         return self.write_journal(container, dict(journal, phase='empty'))
@@ -670,23 +662,19 @@ class Migrator(object):
     def _phase_restore(self, container, journal, summary):
         staging = journal['staging']
         self._mark(container, journal)
-        for attempt in range(PASSES + 1):
+        kept = []
+
+        def missing():
             staged = self.listing(staging)
             current = index(self.listing(container))
-            todo = [e for e in staged
+            kept[:] = [e['name'] for e in staged
+                       if restore_action(e, current) == 'keep']
+            return [e for e in staged
                     if restore_action(e, current) == 'copy']
-            kept = [e['name'] for e in staged
-                    if restore_action(e, current) == 'keep']
-            if not todo:
-                break
-            if attempt == PASSES:
-                raise MigrationError(
-                    '%s: %d objects of %s still missing after %d passes (an '
-                    'object listed but unreadable, e.g. expired, leaves the '
-                    'listing when the object expirer runs): run again '
-                    'later' % (container, len(todo), staging, PASSES))
-            summary['restored'] += self._copy_all(
-                staging, container, in_copy_order(todo), 'restore')
+        self._copy_passes(
+            staging, container, missing, 'restore',
+            lambda left: '%s: %d objects of %s still missing' % (
+                container, left, staging), summary, 'restored')
         if kept:
             self.progress('%s: kept %d objects clients wrote meanwhile: %s'
                           % (container, len(kept), ', '.join(kept[:10])))
@@ -786,6 +774,25 @@ class Migrator(object):
             with ThreadPoolExecutor(self.workers) as pool:
                 count += sum(1 for ok in pool.map(one, batch) if ok)
         return count
+
+    def _copy_passes(self, source, dest, todo_now, what, still, summary,
+                     counted):
+        """Copy what ``todo_now()`` lists from source to dest until it
+        lists nothing, at most PASSES times, adding each pass's copies to
+        ``summary[counted]``.  ``still(left)``: the error's start, given
+        the number of objects left."""
+        for attempt in range(PASSES + 1):
+            todo = todo_now()
+            if not todo:
+                return
+            if attempt == PASSES:
+                raise MigrationError(
+                    '%s after %d passes (an object listed but unreadable, '
+                    'e.g. expired, leaves the listing when the object '
+                    'expirer runs): run again later' % (
+                        still(len(todo)), PASSES))
+            summary[counted] += self._copy_all(
+                source, dest, in_copy_order(todo), what)
 
     def _copy_all(self, source, dest, entries, what):
         return self._parallel(lambda name: self.copy_object(

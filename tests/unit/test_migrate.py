@@ -501,6 +501,28 @@ def test_moves_every_kind_of_object_with_its_metadata():
     assert swift.containers['c']['objects']['slo-inside']['kind'] == 'slo'
 
 
+def test_copies_that_never_show_up_stop_the_run_after_the_passes(
+        monkeypatch):
+    swift = FakeSwift()
+    swift.add_container('c%b', 'standard')
+    swift.add_object('c%b', 'o', body=b'data')
+    real_listing = FakeSwift.listing
+
+    def unlisted_copies(self, container):
+        # copies are made and verified, but never listed
+        if container == migrate.staging_name('c%b'):
+            return []
+        return real_listing(self, container)
+    monkeypatch.setattr(FakeSwift, 'listing', unlisted_copies)
+    with pytest.raises(migrate.MigrationError) as caught:
+        migrator(swift).run('c%b')
+    assert str(caught.value).startswith(
+        'c%%b: 1 objects still differ in %s after %d passes' % (
+            migrate.staging_name('c%b'), migrate.PASSES))
+    # the original is untouched
+    assert [e['name'] for e in swift.listing('c%b')] == ['o']
+
+
 def test_a_container_in_its_target_policy_is_left_alone():
     swift = FakeSwift()
     swift.add_container('c', 'bulk')
