@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from swift.common.ring import RingData
 
 from swift_mass import rings
+from swift_mass.middleware.object import ADMIN_PATH
 
-ADMIN_PATH = '/mass_queue'
 # Summed over every device of every server that answered.
 TOTALS = ('slots_in_use', 'waiting', 'admitted', 'admitted_after_wait',
           'refused', 'admitted_past_deadline')
