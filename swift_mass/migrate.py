@@ -832,6 +832,23 @@ def account_url(storage_url, account):
     return '%s/%s' % (base, urllib.parse.quote(account, safe=''))
 
 
+def tenant_connector(auth_url, user, key, tenant, retries=5,
+                     auth_retries=2):
+    """``(url, connect)``: ``tenant``'s storage URL, and a function that
+    makes swiftclient Connections on it with the operator's credentials,
+    all sharing one authentication (each authenticates again on a 401)."""
+    from swiftclient.client import Connection
+
+    storage_url, token = Connection(auth_url, user, key,
+                                    retries=auth_retries).get_auth()
+    url = account_url(storage_url, tenant)
+
+    def connect():
+        return Connection(auth_url, user, key, preauthurl=url,
+                          preauthtoken=token, retries=retries)
+    return url, connect
+
+
 def credentials(args, environ=os.environ):
     """``(auth_url, user, key)`` from the options, else from ST_AUTH,
     ST_USER and ST_KEY as swiftclient's ``swift`` reads them; no default:
@@ -851,18 +868,8 @@ def credentials(args, environ=os.environ):
 
 def command(args, table, progress):
     """``swift-mass migrate plan|run``: the result for --json."""
-    from swiftclient.client import Connection
-
     auth_url, user, key = credentials(args)
-    operator = Connection(auth_url, user, key, retries=2)
-    storage_url, token = operator.get_auth()
-    url = account_url(storage_url, args.tenant)
-
-    def connect():
-        # re-authenticates on 401 and keeps to the tenant's account
-        return Connection(auth_url, user, key, preauthurl=url,
-                          preauthtoken=token, retries=5)
-
+    url, connect = tenant_connector(auth_url, user, key, args.tenant)
     conn = connect()
     info = conn.get_capabilities()
     if args.action == 'run' and 'mass_migrate' not in info:

@@ -30,16 +30,10 @@ class UrgentError(Exception):
 
 def tenant_connection(auth_url, user, key, tenant, retries=2):
     """A Connection on ``tenant``'s account with the operator's
-    credentials: the operator's storage URL with its account replaced by
-    ``tenant``, as ``swift-mass migrate`` does."""
-    from swiftclient.client import Connection
-
-    storage_url, token = Connection(auth_url, user, key,
-                                    retries=retries).get_auth()
-    # with the credentials too: it authenticates again on a 401
-    return Connection(auth_url, user, key, retries=retries,
-                      preauthurl=migrate.account_url(storage_url, tenant),
-                      preauthtoken=token)
+    credentials, as ``swift-mass migrate`` makes them."""
+    _, connect = migrate.tenant_connector(auth_url, user, key, tenant,
+                                          retries, retries)
+    return connect()
 
 
 def shown(headers):
