@@ -8,12 +8,13 @@ where ``mass_queue`` reads them.
 Priorities are integers from PRIORITY_MIN (background) to PRIORITY_MAX (most
 urgent); a larger number is served first.
 """
-from swift_mass.classify import CLASSES  # noqa: F401 (the class tag values)
+from swift_mass.control.classify import CLASSES  # noqa: F401 (class tags)
 
 TENANT_HEADER = 'X-Backend-Mass-Tenant'
 PRIORITY_HEADER = 'X-Backend-Mass-Priority'
 CLASS_HEADER = 'X-Backend-Mass-Class'
-# Only on requests of tenants an operator marked urgent (swift_mass.urgent)
+# Only on requests of tenants an operator marked urgent
+# (swift_mass.proxy.urgent)
 URGENT_HEADER = 'X-Backend-Mass-Urgent'
 URGENT_ENV = 'HTTP_X_BACKEND_MASS_URGENT'
 URGENT = 'true'

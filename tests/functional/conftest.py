@@ -12,7 +12,7 @@ import time
 import pytest
 import requests
 
-from swift_mass import cli
+from swift_mass.cli import main as cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

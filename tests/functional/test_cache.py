@@ -24,8 +24,8 @@ import requests
 from swift.common.memcached import load_memcache
 from swift.common.utils import readconf
 
-from swift_mass.cli import Quiet
-from swift_mass.store import store_from_conf
+from swift_mass.cli.main import Quiet
+from swift_mass.control.store import store_from_conf
 from tests.functional.conftest import PROXY, PROXY_CONF, SAIO, Tenant
 
 PROXY2 = 'http://127.0.0.1:8081'

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from swift_mass import cli
+from swift_mass.cli import main as cli
 from tests.functional.conftest import PROXY, saio
 from tests.functional.test_bench import run_bench
 from tests.functional.test_slow_devices import slow

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from swift_mass import cli, queue_status
+from swift_mass.cli import main as cli, queue as queue_status
 
 from tests.functional.conftest import ROOT
 from tests.functional.test_queue import make_container, remove_container

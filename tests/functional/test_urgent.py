@@ -14,7 +14,7 @@ import uuid
 import pytest
 import requests
 
-from swift_mass import cli
+from swift_mass.cli import main as cli
 from tests.functional.conftest import PROXY, Tenant
 from tests.functional.test_queue import OBJECT_SERVERS, queue_state, \
     remove_container

@@ -8,7 +8,8 @@ def test_paste_entry_points_resolve():
            entry_points(group='paste.filter_factory')
            if ep.value.startswith('swift_mass.')}
     assert set(eps) == {'mass', 'mass_queue'}
-    from swift_mass.middleware import object as object_mw, proxy
+    from swift_mass.obj import middleware as object_mw
+    from swift_mass.proxy import middleware as proxy
     assert eps['mass'].load() is proxy.filter_factory
     assert eps['mass_queue'].load() is object_mw.filter_factory
 

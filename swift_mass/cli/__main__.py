@@ -1,0 +1,5 @@
+import sys
+
+from swift_mass.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,230 @@
+"""``swift-mass queue``: the state of ``mass_queue`` on every object server.
+
+Every object server running ``mass_queue`` answers ``GET /mass_queue`` with
+its settings and each device's queue (``DeviceQueue.stats()``; see
+``swift_mass.obj.middleware``).  This module finds the object servers in
+the object rings of every storage policy of swift.conf, asks each of them
+and sums up::
+
+    servers = object_servers('/etc/swift')
+    result = report(fetch(servers, timeout=5),
+                    ring_devices('/etc/swift'))
+    print(format_report(result))
+
+Slots are per object-server worker: with ``workers = N`` each server has N
+queues per device and ``GET /mass_queue`` is answered by one of them, so
+every figure here is that one worker's (a device it has not served a
+request for yet has no queue in it).  Object servers listen on the storage
+network only: run this where the rings' IPs can be reached.
+
+:func:`report` and :func:`format_report` are plain functions over the
+answers; :func:`ring_devices` reads swift.conf and the ring files and
+:func:`fetch` does the HTTP.
+"""
+import http.client
+import json
+import os
+import socket
+from concurrent.futures import ThreadPoolExecutor
+
+from swift.common.ring import RingData
+
+from swift_mass.cli import rings
+from swift_mass.obj.middleware import ADMIN_PATH
+
+# Summed over every device of every server that answered.
+TOTALS = ('slots_in_use', 'waiting', 'admitted', 'admitted_after_wait',
+          'refused', 'admitted_past_deadline')
+# Servers asked at once: an answer is a few kilobytes, most of the time is
+# waiting for servers that are down.
+MAX_THREADS = 32
+WORKER_NOTE = ('figures are per object-server worker: each server\'s are '
+               'those of the worker that answered (with workers = N a '
+               'device admits up to N x its slots)')
+
+
+def ring_devices(swift_dir):
+    """``{(ip, port): sorted device names}`` of every device in every
+    storage policy's object ring (``<swift_dir>/swift.conf`` and its ring
+    files); removed devices (None in the ring) are left out.  Raises when
+    swift.conf or a ring cannot be read: its servers would go unasked."""
+    servers = {}
+    for policy in rings.load_policies(swift_dir):
+        path = os.path.join(swift_dir, policy.ring_name + '.ring.gz')
+        # RingData, as in swift_mass.cli.rings: no hash path settings needed
+        for dev in RingData.load(path).devs:
+            if dev is None:
+                continue
+            servers.setdefault((dev['ip'], dev['port']), set()).add(
+                dev['device'])
+    return dict((server, sorted(devices))
+                for server, devices in servers.items())
+
+
+def object_servers(swift_dir):
+    """The unique ``(ip, port)`` of every device in every storage policy's
+    object ring, sorted; see :func:`ring_devices`."""
+    return sorted(ring_devices(swift_dir))
+
+
+def server_name(server):
+    ip, port = server
+    return '[%s]:%d' % (ip, port) if ':' in ip else '%s:%d' % (ip, port)
+
+
+def fetch_one(server, timeout):
+    """``GET /mass_queue`` of one server: the answer as a dict, or a string
+    saying why there is none.  ``timeout`` (seconds) bounds connecting and
+    each read."""
+    ip, port = server
+    # http.client rather than urllib: no proxy from the environment
+    # between the operator and the storage network.
+    conn = http.client.HTTPConnection(ip, port, timeout=timeout)
+    try:
+        conn.request('GET', ADMIN_PATH)
+        resp = conn.getresponse()
+        body = resp.read()
+    except ConnectionRefusedError:
+        return 'connection refused'
+    except socket.timeout:
+        return 'no answer within %gs' % timeout
+    except (OSError, http.client.HTTPException) as err:
+        return '%s: %s' % (type(err).__name__, err)
+    finally:
+        conn.close()
+    if resp.status != 200:
+        error = 'HTTP %d %s' % (resp.status, resp.reason)
+        if resp.status in (400, 404):
+            # the object server's own answer to a path without a device
+            error += ': mass_queue is not in its pipeline'
+        return error
+    try:
+        answer = json.loads(body)
+    except ValueError as err:
+        return 'the answer is not JSON: %s' % err
+    if not isinstance(answer, dict) or \
+            not isinstance(answer.get('devices'), dict):
+        return 'the answer is not mass_queue\'s: no devices'
+    return answer
+
+
+def fetch(servers, timeout=5.0):
+    """``{(ip, port): answer}`` for each of ``servers``, asked at once;
+    an answer is :func:`fetch_one`'s (a dict, or a string for an error)."""
+    servers = list(servers)
+    if not servers:
+        return {}
+    with ThreadPoolExecutor(min(MAX_THREADS, len(servers))) as pool:
+        answers = pool.map(lambda server: fetch_one(server, timeout),
+                           servers)
+        return dict(zip(servers, answers))
+
+
+def report(answers, devices=None):
+    """The answers of :func:`fetch` as a JSON-serialisable dict.
+
+    devices: :func:`ring_devices`, to list the ring devices a server's
+    worker has no queue for yet (it makes one at a device's first request).
+
+    Returns ``servers`` (one row per server, sorted: ``server``, ``ip``,
+    ``port`` and either ``error`` or the server's settings, ``devices``
+    ``{device: stats}``, ``no_queue_yet``), ``totals`` (:data:`TOTALS`
+    summed over every device, and the number of ``servers``,
+    ``servers_read`` and ``devices``), ``urgent`` (``configured``: tenant
+    -> servers with it in ``urgent_tenants``; ``seen``: tenant -> servers
+    it arrived at marked urgent by a proxy; ``seen_reported``: servers new
+    enough to say), ``errors`` (one string per server not read) and
+    ``note`` (:data:`WORKER_NOTE`).
+    """
+    devices = devices or {}
+    rows, errors = [], []
+    totals = dict((key, 0) for key in TOTALS)
+    totals.update(servers=len(answers), servers_read=0, devices=0)
+    configured, seen, seen_reported = {}, {}, 0
+    for server in sorted(answers):
+        answer = answers[server]
+        row = {'server': server_name(server), 'ip': server[0],
+               'port': server[1]}
+        rows.append(row)
+        if not isinstance(answer, dict):
+            row['error'] = answer
+            errors.append('%s: %s' % (row['server'], answer))
+            continue
+        totals['servers_read'] += 1
+        for key in ('slots_per_device', 'batch_slots', 'deadline',
+                    'adaptive_slots', 'urgent_tenants'):
+            row[key] = answer.get(key)
+        # absent from mass_queue before the proxy could mark tenants
+        row['urgent_seen'] = answer.get('urgent_seen')
+        row['devices'] = answer['devices']
+        row['no_queue_yet'] = [d for d in devices.get(server, ())
+                               if d not in answer['devices']]
+        for stats in answer['devices'].values():
+            totals['devices'] += 1
+            for key in TOTALS:
+                totals[key] += stats.get(key, 0)
+        for tenant in row['urgent_tenants'] or ():
+            configured[tenant] = configured.get(tenant, 0) + 1
+        if row['urgent_seen'] is not None:
+            seen_reported += 1
+            for tenant in row['urgent_seen']:
+                seen[tenant] = seen.get(tenant, 0) + 1
+    return {'servers': rows, 'totals': totals, 'errors': errors,
+            'urgent': {'configured': configured, 'seen': seen,
+                       'seen_reported': seen_reported},
+            'note': WORKER_NOTE}
+
+
+ROW = '%-21s %-10s %-8s %9s %7s %8s %7s %9s %7s %7s %5s'
+
+
+def _tenants(counts, servers):
+    if not counts:
+        return 'none'
+    return ', '.join('%s (%d of %d servers)' % (tenant, counts[tenant],
+                                                servers)
+                     for tenant in sorted(counts))
+
+
+def format_report(result):
+    """:func:`report` as text: a line per server and device, a line per
+    server that could not be read, totals, urgent tenants and the note
+    that slots are per worker."""
+    lines = [ROW % ('server', 'device', 'mode', 'slots', 'batch',
+                    'reserved', 'waiting', 'admitted', 'waited',
+                    'refused', 'late')]
+    for row in result['servers']:
+        if 'error' in row:
+            lines.append('%-21s NOT READ: %s' % (row['server'],
+                                                 row['error']))
+            continue
+        for device in sorted(row['devices']):
+            s = row['devices'][device]
+            lines.append(ROW % (
+                row['server'], device, s['mode'],
+                '%d/%d' % (s['slots_in_use'], s['slots']),
+                '%d/%d' % (s['batch_slots_in_use'], s['batch_slots']),
+                s['reserved_slots'], s['waiting'], s['admitted'],
+                s['admitted_after_wait'], s['refused'],
+                s.get('admitted_past_deadline', '-')))
+        if row['no_queue_yet']:
+            lines.append('%-21s %-10s no request yet' % (
+                row['server'], ','.join(row['no_queue_yet'])))
+        elif not row['devices']:
+            lines.append('%-21s %-10s no request yet' % (row['server'],
+                                                         '-'))
+    t = result['totals']
+    lines.append(ROW % ('total', '%d devices' % t['devices'], '',
+                        t['slots_in_use'], '', '', t['waiting'],
+                        t['admitted'], t['admitted_after_wait'],
+                        t['refused'], t['admitted_past_deadline']))
+    read = t['servers_read']
+    urgent = result['urgent']
+    lines += ['', '%d of %d object servers read' % (read, t['servers']),
+              'urgent tenants configured: %s' % _tenants(
+                  urgent['configured'], read)]
+    if urgent['seen_reported']:
+        lines.append('urgent tenants marked by a proxy, seen: %s' % (
+            _tenants(urgent['seen'], urgent['seen_reported'])))
+    lines.append('note: ' + result['note'])
+    return '\n'.join(lines)

@@ -1,0 +1,1 @@
+"""What runs in a Swift proxy server: the ``mass`` filter and its parts."""

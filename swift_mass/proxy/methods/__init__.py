@@ -1,0 +1,39 @@
+"""The methods a tenant's policy names (entry['method']), one module each.
+
+:class:`Methods` is what the proxy filter asks, per request, which app
+answers it: the app right of Mass (most requests), the method of the
+tenant's policy when that method acts on the request, or, for an object
+write of any tenant, the cache's write guard, which keeps every proxy's
+cached bodies from going stale (for a ``merge`` tenant's small PUT, the
+guard with write-through).
+"""
+import functools
+
+from swift_mass.proxy.methods.cache import CacheMethod
+from swift_mass.proxy.methods.merge import MergeMethod
+
+
+class Methods(object):
+
+    def __init__(self, app, conf, logger, store):
+        self.cache = CacheMethod.from_conf(app, conf, logger, store)
+        self.merge = MergeMethod.from_conf(self.cache, conf, logger)
+        self.by_name = {self.cache.name: self.cache,
+                        self.merge.name: self.merge}
+
+    def app_for(self, env, entry, app):
+        """The WSGI app that answers the request; ``entry`` is the
+        tenant's policy entry or None, ``app`` the one Mass would call."""
+        method = None
+        if entry is not None:
+            method = self.by_name.get(entry.get('method'))
+        keys = self.cache.write_keys(env)
+        if keys:
+            if method is self.merge and self.merge.writes_through(env):
+                return functools.partial(self.merge.write, app=app,
+                                         keys=keys)
+            return functools.partial(self.cache.guard_write, app=app,
+                                     keys=keys)
+        if method is None or not method.decide(env):
+            return app
+        return functools.partial(method.wrap, app=app)

@@ -1,0 +1,483 @@
+"""``cache``: read-dominated tenants' small objects served from the proxy.
+
+Correctness comes first; a stale read is a bug.
+
+* **Generations** (:mod:`swift_mass.proxy.methods.generation`): every object
+  write that passes any Mass proxy, of any tenant, from a client or from a
+  subrequest of slo, dlo, copy, versioning, symlink or bulk, replaces the
+  object's generation in Redis before it is sent on and again once the
+  backend has answered, before the client hears of it.  A body is stored
+  with the generation read before it was fetched, and only if the
+  generation read after the whole body arrived is still the same; a hit is
+  served only while the object's generation is the stored one.  So a read
+  that began before a write cannot put the old body back, and once a write
+  has been acknowledged no proxy serves what it replaced.  Writes of
+  tenants without the cache bump too: a tenant's policy changes, and each
+  proxy learns of the change up to an interval later, so restricting bumps
+  to cache tenants would let a proxy cache through a write it never saw.
+* **Without generations** (Redis unreachable, or ``store`` is not redis),
+  a hit is served only after a HEAD of the object, sent to the backend with
+  the client's own request environment (so Swift authorises it), answers
+  with the cached body's X-Backend-Timestamp and ETag.
+* **Authorisation**: a hit passes the check Swift's object controller
+  makes before it reads an object: ``swift.authorize`` first as the proxy
+  calls it, then, if that denies, again with ``req.acl`` set to the
+  container's read ACL (container info from the same caches the proxy
+  uses); a denial is answered as Swift answers it.  Requests whose
+  authorisation is not the plain one are never served from the cache:
+  ``swift.authorize_override`` (tempurl, staticweb), a query string, an
+  Origin header (CORS headers come from container info), subrequests.
+* **Never cached**: anything but the 200 answer to a plain GET (no Range,
+  no conditions, no X-Newest), bodies over ``cache_max_object_size``,
+  SLO and DLO manifests, symlinks, objects with X-Delete-At, and bodies
+  encrypted at rest (Mass sits right of ``encryption``, so it sees
+  ciphertext: the object's crypto sysmeta gives it away).
+* **Conditional and range requests** on a hit are answered by a swob
+  Response with ``conditional_response=True`` built from the headers Swift
+  sent with the body, the same machinery the object server answers with.
+
+Responses to requests the cache considered carry ``X-Mass-Cache: hit`` or
+``miss``; statsd counters ``cache.hit``, ``cache.miss``, ``cache.stored``,
+``cache.stale``, ``cache.denied``, ``cache.validated``.
+"""
+import collections
+import time
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from swift.common.http import is_success
+from swift.common.request_helpers import resolve_etag_is_at_header
+from swift.common.swob import Request, Response
+from swift.common.utils import Timestamp, list_from_csv
+from swift.common.wsgi import WSGIContext
+from swift.proxy.controllers.base import get_container_info
+
+from swift_mass.conf import ConfigError, bool_option, choice_option, int_option
+from swift_mass.proxy.methods import base
+from swift_mass.proxy.methods.bodies import Entry, LocalBodies, \
+    MemcacheBodies, RedisBodies
+from swift_mass.proxy.methods.generation import Generations
+from swift_mass.control.store import RedisStore
+
+SECTION = 'filter:mass'
+BACKENDS = ('redis', 'memcache', 'local')
+CACHE_HEADER = 'X-Mass-Cache'
+WRITES = ('PUT', 'POST', 'DELETE', 'COPY')
+GENERATIONS_RETRY_AFTER = 5.0
+# Objects a worker found it cannot cache (encrypted, manifests, symlinks,
+# too large...), remembered with their generation so that their reads skip
+# the body store's round trip until someone writes them.
+UNCACHEABLE_MEMO = 10000
+
+# Request headers that make an answer other than the whole object.
+_CONDITIONS = ('HTTP_RANGE', 'HTTP_IF_MATCH', 'HTTP_IF_NONE_MATCH',
+               'HTTP_IF_MODIFIED_SINCE', 'HTTP_IF_UNMODIFIED_SINCE')
+# Backend headers a request may carry on a hit: Mass's own tags, and the
+# two that only matter for metadata a cached object never has (or that
+# the hit resolves as the object server would).  Any other X-Backend-*
+# header, set by a middleware left of Mass, asks the backend for
+# something a hit cannot be sure to honour.
+_BACKEND_SAFE = ('HTTP_X_BACKEND_MASS_', 'HTTP_X_BACKEND_ETAG_IS_AT',
+                 'HTTP_X_BACKEND_IGNORE_RANGE_IF_METADATA_PRESENT')
+# Response headers of objects that are not plain bodies.
+_NOT_PLAIN = ('x-static-large-object', 'x-object-manifest',
+              'x-symlink-target', 'x-delete-at')
+_NOT_PLAIN_PREFIXES = ('x-object-sysmeta-crypto-',
+                       'x-object-transient-sysmeta-crypto-',
+                       'x-object-sysmeta-slo-', 'x-object-sysmeta-symlink-',
+                       'x-object-sysmeta-dlo-')
+# Response headers that belong to one response, not to the object.
+_NOT_STORED = ('content-length', 'content-range', 'transfer-encoding',
+               'connection', 'date', 'x-trans-id', 'x-openstack-request-id',
+               CACHE_HEADER.lower())
+
+
+def cacheable_headers(headers):
+    """Whether a 200 response's headers show a plain object body, and the
+    headers to keep with it."""
+    kept = []
+    for name, value in headers:
+        lower = name.lower()
+        if lower in _NOT_PLAIN or lower.startswith(_NOT_PLAIN_PREFIXES):
+            return None
+        if lower not in _NOT_STORED:
+            kept.append((name, value))
+    return kept
+
+
+class CacheSettings(object):
+    """The ``cache_*`` options of ``[filter:mass]``, checked at start-up."""
+
+    def __init__(self, conf):
+        self.backend = choice_option(conf, SECTION, 'cache_backend',
+                                     'redis', BACKENDS)
+        self.max_object_size = int_option(
+            conf, SECTION, 'cache_max_object_size', 1024 * 1024, 1)
+        self.budget = int_option(conf, SECTION, 'cache_budget_bytes',
+                                 64 * 1024 * 1024, 1)
+        if self.budget < self.max_object_size:
+            raise ConfigError(
+                '[%s] cache_budget_bytes = %d is not valid; allowed: at '
+                'least cache_max_object_size (%d)' % (
+                    SECTION, self.budget, self.max_object_size))
+        self.ttl = int_option(conf, SECTION, 'cache_ttl', 300, 1)
+        self.generation_ttl = int_option(
+            conf, SECTION, 'cache_generation_ttl', 86400, self.ttl)
+        self.ttl_only = bool_option(conf, SECTION, 'cache_ttl_only', False)
+        self.redis_timeout = int_option(
+            conf, SECTION, 'cache_redis_timeout_ms', 250, 1) / 1000.0
+        self.bump_timeout = int_option(
+            conf, SECTION, 'cache_bump_timeout_ms', 1000, 1) / 1000.0
+
+
+def redis_of(store):
+    """The RedisStore in a store chain (swift_mass.control.store), or None."""
+    while store is not None:
+        if isinstance(store, RedisStore):
+            return store
+        store = getattr(store, 'primary', None)
+    return None
+
+
+def raw_client(redis_store, timeout):
+    """A client of the shared store's Redis for bodies and generations:
+    bytes in and out, ``timeout`` seconds to connect and for each reply,
+    no retries of its own (see swift_mass.control.store.RedisStore); it
+    connects
+    on first use."""
+    return redis.Redis.from_url(
+        redis_store.url, socket_timeout=timeout,
+        socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0),
+        retry_on_timeout=False)
+
+
+class Collector(object):
+    """The body of a response on its way to the client, kept as it goes;
+    ``on_complete(body)`` is called at close if all of it was sent."""
+
+    def __init__(self, app_iter, length, on_complete):
+        self.app_iter = app_iter
+        self.iterator = iter(app_iter)
+        self.length = length
+        self.on_complete = on_complete
+        self.chunks = []
+        self.received = 0
+        self.closed = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        chunk = next(self.iterator)
+        self.received += len(chunk)
+        if self.received <= self.length:
+            self.chunks.append(chunk)
+        return chunk
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        close = getattr(self.app_iter, 'close', None)
+        if close is not None:
+            close()
+        if self.received == self.length:
+            self.on_complete(b''.join(self.chunks))
+        self.chunks = []
+
+
+class CacheMethod(base.Method):
+    name = 'cache'
+
+    def __init__(self, app, settings, logger, bodies, generations,
+                 clock=time.time):
+        self.app = app  # the proxy app: container info, validation HEADs
+        self.settings = settings
+        self.logger = logger
+        self.bodies = bodies
+        self.generations = generations
+        self.clock = clock
+        # key -> the generation under which it was found uncacheable;
+        # forgetting one only costs a lookup, so worker-local and bounded
+        # is enough
+        self._uncacheable = collections.OrderedDict()
+
+    @classmethod
+    def from_conf(cls, app, conf, logger, store):
+        """The cache ``[filter:mass]`` asks for; generations and Redis
+        bodies use the Redis of the shared ``store`` chain."""
+        settings = CacheSettings(conf)
+        shared = redis_of(store)
+        client = bump_client = None
+        if shared is not None:
+            client = raw_client(shared, settings.redis_timeout)
+            bump_client = raw_client(shared, settings.bump_timeout)
+        backend = settings.backend
+        if backend == 'redis' and client is None:
+            logger.warning('mass cache: cache_backend = redis, but the '
+                           'store is not Redis; caching in worker memory')
+            backend = 'local'
+        prefix = shared.prefix + 'cache:' if shared is not None else None
+        if backend == 'redis':
+            bodies = RedisBodies(client, settings.budget, settings.ttl,
+                                 prefix=prefix)
+        elif backend == 'memcache':
+            bodies = MemcacheBodies(settings.ttl)
+        else:
+            bodies = LocalBodies(settings.budget, settings.ttl)
+        generations = None
+        if client is not None:
+            generations = Generations(
+                client, logger, prefix=prefix, ttl=settings.generation_ttl,
+                bump_client=bump_client,
+                retry_after=GENERATIONS_RETRY_AFTER)
+        return cls(app, settings, logger, bodies, generations)
+
+    # -- helpers -------------------------------------------------------
+
+    def _bodies(self, env):
+        if isinstance(self.bodies, MemcacheBodies) and \
+                self.bodies.memcache is None:
+            self.bodies.memcache = env.get('swift.cache')
+        return self.bodies
+
+    def _body_call(self, env, name, *args):
+        """A body store call; a failing backend is a miss, not an error."""
+        try:
+            return getattr(self._bodies(env), name)(*args)
+        except Exception as err:
+            self.logger.increment('cache.backend_errors')
+            self.logger.debug('mass cache: %s %s failed: %s' % (
+                self.bodies.name, name, err))
+            return None
+
+    def _validity(self, key):
+        if self.generations is None:
+            return None, None
+        return self.generations.read(key)
+
+    # -- writes --------------------------------------------------------
+
+    @staticmethod
+    def write_keys(env):
+        """The keys of the objects a write request changes (none for a
+        request that is not an object write)."""
+        if env.get('REQUEST_METHOD') not in WRITES:
+            return []
+        target = base.object_path(env)
+        if target is None:
+            return []
+        keys = [base.object_key(*target)]
+        if env['REQUEST_METHOD'] == 'COPY':
+            dest = base.copy_destination(env, target[0])
+            if dest is not None:
+                keys.append(base.object_key(*dest))
+        return keys
+
+    def guard_write(self, env, start_response, app, keys):
+        """Send a write on between two generation bumps; the client hears
+        the answer only after the second."""
+        bumped = self._bump(env, keys)
+        ctx = WSGIContext(app)
+        status = None
+        try:
+            app_iter = ctx._app_call(env)
+            status = ctx._get_status_int()
+        finally:
+            # A 4xx wrote nothing; its X-Timestamp may be the client's.
+            timestamp = None
+            if status is None or not 400 <= status < 500:
+                timestamp = env.get('HTTP_X_TIMESTAMP')
+            bumped = self._bump(env, keys, timestamp) and bumped
+        if not bumped:
+            self.logger.increment('cache.bump_failed')
+        start_response(ctx._response_status, ctx._response_headers,
+                       ctx._response_exc_info)
+        return app_iter
+
+    def _bump(self, env, keys, timestamp=None):
+        """Whether the objects got new generations (True when there are
+        no generations to bump: hits are then validated by the backend)."""
+        bumped = self.generations is None or \
+            self.generations.bump(keys, timestamp)
+        if self.generations is None or not bumped or \
+                isinstance(self.bodies, LocalBodies):
+            # Best effort where generations cannot protect (and free, for
+            # this worker's own LRU).
+            for key in keys:
+                self._body_call(env, 'delete', key)
+        return bumped
+
+    # -- reads ---------------------------------------------------------
+
+    def decide(self, env):
+        if env.get('REQUEST_METHOD') not in ('GET', 'HEAD'):
+            return False
+        if env.get('swift.source') or env.get('QUERY_STRING') or \
+                env.get('swift.authorize_override') or \
+                'HTTP_X_NEWEST' in env or 'HTTP_ORIGIN' in env:
+            return False
+        for name in env:
+            if name.startswith('HTTP_X_BACKEND_') and \
+                    not name.startswith(_BACKEND_SAFE):
+                return False
+        return base.object_path(env) is not None
+
+    def wrap(self, env, start_response, app):
+        key = base.object_key(*base.object_path(env))
+        found_under = self._uncacheable.get(key)
+        if found_under is not None:
+            if self._validity(key)[0] == found_under:
+                # Not written since (by any proxy): still uncacheable, and
+                # skipping the cache is always correct: Swift answers.
+                def miss(status, headers, exc_info=None):
+                    return start_response(
+                        status, headers + [(CACHE_HEADER, 'miss')],
+                        exc_info)
+                return app(env, miss)
+            # pop, not del: another green thread may have dropped it while
+            # this one waited for the generation
+            self._uncacheable.pop(key, None)
+        entry = self._body_call(env, 'get', key)
+        if entry is not None:
+            resp = self._hit(env, key, entry)
+            if resp is not None:
+                return resp(env, start_response)
+        return self._fetch(env, start_response, app, key)
+
+    def _authorize(self, env):
+        """What Swift's proxy would answer instead of the object (a
+        denial), None if it would read it, or False if it could not tell
+        here (no container info): let Swift answer."""
+        authorize = env.get('swift.authorize')
+        # a copy: the checks must leave nothing behind (swob.ACL) for the
+        # proxy, should the request go on to it after all
+        check_env = dict(env)
+        info = get_container_info(check_env, self.app, swift_source='MASS')
+        if not is_success(info.get('status') or 0):
+            return False
+        if authorize is None:
+            return None
+        req = Request(check_env)
+        denial = authorize(req)
+        if not denial:
+            return None
+        req.acl = info.get('read_acl')
+        return authorize(req)
+
+    def _hit(self, env, key, entry):
+        ignore_range_if = env.get(
+            'HTTP_X_BACKEND_IGNORE_RANGE_IF_METADATA_PRESENT')
+        if ignore_range_if and any(
+                entry.header(name) is not None
+                for name in list_from_csv(ignore_range_if)):
+            # the object server would answer differently: let it
+            return None
+        denial = self._authorize(env)
+        if denial is False:
+            return None
+        if denial is not None:
+            self.logger.increment('cache.denied')
+            return denial
+        if not self.settings.ttl_only:
+            validity, _written = self._validity(key)
+            if validity is not None:
+                if entry.validity != validity:
+                    self.logger.increment('cache.stale')
+                    return None
+            elif not self._backend_agrees(env, entry):
+                self.logger.increment('cache.stale')
+                return None
+            else:
+                self.logger.increment('cache.validated')
+        resp = self._response(env, entry)
+        # Swift's proxy answers a failed precondition its own way (the
+        # best of every replica's 412, without the object's Content-Type
+        # or Accept-Ranges, and differently for EC): let it, as it costs
+        # no body.  swob decides 304 before 412, as the object server.
+        if resp._get_conditional_response_status() == 412:
+            return None
+        self.logger.increment('cache.hit')
+        return resp
+
+    def _backend_agrees(self, env, entry):
+        """A HEAD of the object as the client (the proxy authorises it)
+        shows the cached version: same X-Backend-Timestamp and ETag."""
+        head_env = {k: v for k, v in env.items()
+                    if k not in _CONDITIONS and k != 'wsgi.input'}
+        head_env.update({'REQUEST_METHOD': 'HEAD', 'swift.source': 'MASS',
+                         'CONTENT_LENGTH': '0'})
+        head_env.pop('swob.ACL', None)
+        try:
+            resp = Request(head_env).get_response(self.app)
+        except Exception as err:
+            self.logger.warning('mass cache: validation HEAD failed: %s'
+                                % err)
+            return False
+        return (resp.status_int == 200 and
+                resp.headers.get('X-Backend-Timestamp') ==
+                entry.header('X-Backend-Timestamp') and
+                resp.headers.get('ETag') == entry.header('ETag'))
+
+    def _response(self, env, entry):
+        req = Request(env)
+        headers = dict(entry.headers)
+        resp = Response(
+            request=req, body=entry.body, headers=headers,
+            conditional_response=True,
+            conditional_etag=resolve_etag_is_at_header(req, headers))
+        resp.headers[CACHE_HEADER] = 'hit'
+        return resp
+
+    def _plain_get(self, env):
+        return env['REQUEST_METHOD'] == 'GET' and \
+            not any(name in env for name in _CONDITIONS)
+
+    def _fetch(self, env, start_response, app, key):
+        self.logger.increment('cache.miss')
+        storing = self._plain_get(env)
+        validity = written = None
+        if storing and not self.settings.ttl_only:
+            validity, written = self._validity(key)
+        ctx = WSGIContext(app)
+        app_iter = ctx._app_call(env)
+        headers = [(k, v) for k, v in ctx._response_headers
+                   if k.lower() != CACHE_HEADER.lower()]
+        headers.append((CACHE_HEADER, 'miss'))
+        start_response(ctx._response_status, headers, ctx._response_exc_info)
+        if not storing or ctx._get_status_int() != 200:
+            return app_iter
+        kept = cacheable_headers(ctx._response_headers)
+        length = base.content_length(ctx._response_headers)
+        if kept is None or length is None or \
+                length > self.settings.max_object_size:
+            if validity is not None:
+                self._uncacheable[key] = validity
+                self._uncacheable.move_to_end(key)
+                if len(self._uncacheable) > UNCACHEABLE_MEMO:
+                    self._uncacheable.popitem(last=False)
+            return app_iter
+        entry_headers = dict((k.lower(), v) for k, v in kept)
+        timestamp = entry_headers.get('x-backend-timestamp')
+        if not timestamp or 'etag' not in entry_headers:
+            return app_iter
+        if written is not None and not _not_older(timestamp, written):
+            # a replica the last write has not reached answered
+            return app_iter
+
+        def store(body):
+            if not self.settings.ttl_only and \
+                    self._validity(key)[0] != validity:
+                return  # written to while it was fetched
+            self._body_call(env, 'put', key, Entry(validity, kept, body))
+            self.logger.increment('cache.stored')
+        return Collector(app_iter, length, store)
+
+
+def _not_older(timestamp, written):
+    try:
+        return Timestamp(timestamp) >= written
+    except ValueError:
+        return False

@@ -1,0 +1,263 @@
+"""``merge``: mixed tenants' concurrent identical reads collapse into one.
+
+* **Single flight**: in each proxy worker, GETs and HEADs of one object
+  with the same method and the same relevant headers (Range, the
+  conditions, every X-Backend-* header the middlewares left of Mass set)
+  that arrive while one of them (the leader) is at the backend wait for the
+  leader's answer instead of sending their own.  A waiter is authorised
+  first, as a cache hit is (:mod:`swift_mass.proxy.methods.cache`), and only
+  joins while the object's generation is the one the leader read before it
+  set off: a read that arrives after a write was acknowledged never gets
+  the answer of a read that began before it.  The leader reads the whole
+  answer (at most ``cache_max_object_size`` bytes) before sending it on,
+  so its client going away does not cut the others off; larger answers,
+  denials (401, 403) and answers that do not come within
+  ``merge_wait_seconds`` send each waiter to the backend on its own.
+  Without generations (Redis unreachable) nothing is merged.
+* **Write-through**: once a small PUT (at most ``cache_max_object_size``
+  bytes) has succeeded, its body is put into the cache with the headers of
+  a HEAD of the object (Mass's own, right of auth), if that HEAD shows this
+  very write (its X-Timestamp and the body's MD5) and the object's
+  generation did not change meanwhile; the same rules as any other fill.
+  It is done as the PUT's answer is closed, after the client has it.
+* Reads also use the cache, as the ``cache`` method does.
+"""
+import eventlet
+from eventlet.timeout import Timeout
+
+from swift.common.swob import Request
+from swift.common.utils import Timestamp, close_if_possible, md5
+
+from swift_mass.conf import float_option
+from swift_mass.proxy.methods import base
+from swift_mass.proxy.methods.bodies import Entry
+from swift_mass.proxy.methods.cache import CACHE_HEADER, SECTION, \
+    cacheable_headers
+
+MERGE_HEADER = 'X-Mass-Merge'
+# Answers whose body does not depend on who asked, once authorised.
+_SHARED = (200, 206, 304, 404, 412, 416)
+
+
+class Flight(object):
+    """One leader's backend request and the waiters it answers."""
+
+    def __init__(self, validity):
+        self.validity = validity
+        self.done = eventlet.event.Event()
+        self.waiters = 0
+
+    def land(self, result):
+        if not self.done.ready():
+            self.done.send(result)
+
+
+class Recorder(object):
+    """``wsgi.input`` that keeps what the proxy reads of a small body."""
+
+    def __init__(self, wsgi_input, limit):
+        self.wsgi_input = wsgi_input
+        self.limit = limit
+        self.chunks = []
+        self.size = 0
+
+    def _keep(self, data):
+        self.size += len(data)
+        if self.size <= self.limit:
+            self.chunks.append(data)
+        return data
+
+    def read(self, *args, **kwargs):
+        return self._keep(self.wsgi_input.read(*args, **kwargs))
+
+    def readline(self, *args, **kwargs):
+        return self._keep(self.wsgi_input.readline(*args, **kwargs))
+
+    def __getattr__(self, name):
+        # anything else the server's input offers (100-continue...)
+        return getattr(self.wsgi_input, name)
+
+    @property
+    def body(self):
+        return b''.join(self.chunks) if self.size <= self.limit else None
+
+
+class AfterClose(object):
+    """A response body that calls ``then()`` once it is closed."""
+
+    def __init__(self, app_iter, then):
+        self.app_iter = app_iter
+        self.then = then
+
+    def __iter__(self):
+        return iter(self.app_iter)
+
+    def close(self):
+        then, self.then = self.then, None
+        close_if_possible(self.app_iter)
+        if then is not None:
+            then()
+
+
+class MergeMethod(base.Method):
+    name = 'merge'
+
+    def __init__(self, cache, logger, wait=10.0):
+        self.cache = cache
+        self.logger = logger
+        self.wait = float(wait)
+        self.flights = {}
+
+    @classmethod
+    def from_conf(cls, cache, conf, logger):
+        wait = float_option(conf, SECTION, 'merge_wait_seconds', 10.0,
+                            0.0, 300.0)
+        return cls(cache, logger, wait)
+
+    # -- reads ----------------------------------------------------------
+
+    def decide(self, env):
+        return self.cache.decide(env)
+
+    @staticmethod
+    def flight_key(env, key):
+        relevant = sorted((name, value) for name, value in env.items()
+                          if name.startswith(('HTTP_X_BACKEND_', 'HTTP_IF_'))
+                          or name == 'HTTP_RANGE')
+        return (key, env['REQUEST_METHOD'], tuple(relevant))
+
+    def wrap(self, env, start_response, app):
+        key = base.object_key(*base.object_path(env))
+        entry = self.cache._body_call(env, 'get', key)
+        if entry is not None:
+            resp = self.cache._hit(env, key, entry)
+            if resp is not None:
+                return resp(env, start_response)
+        validity, _written = self.cache._validity(key)
+        if validity is None:
+            return self.cache._fetch(env, start_response, app, key)
+        fkey = self.flight_key(env, key)
+        flight = self.flights.get(fkey)
+        if flight is not None and flight.validity == validity:
+            answer = self._follow(env, start_response, flight)
+            if answer is not None:
+                return answer
+            return self.cache._fetch(env, start_response, app, key)
+        return self._lead(env, start_response, app, key, fkey, validity)
+
+    def _follow(self, env, start_response, flight):
+        denial = self.cache._authorize(env)
+        if denial is False:
+            return None
+        if denial is not None:
+            self.logger.increment('merge.denied')
+            return denial(env, start_response)
+        flight.waiters += 1
+        result = None
+        with Timeout(self.wait, False):
+            result = flight.done.wait()
+        if result is None:
+            self.logger.increment('merge.alone')
+            return None
+        status, headers, body = result
+        self.logger.increment('merge.merged')
+        start_response(status, headers + [(MERGE_HEADER, 'merged')])
+        return [body]
+
+    def _lead(self, env, start_response, app, key, fkey, validity):
+        flight = Flight(validity)
+        self.flights[fkey] = flight
+        try:
+            seen = {}
+
+            def capture(status, headers, exc_info=None):
+                seen.update(status=status, headers=headers,
+                            exc_info=exc_info)
+            app_iter = self.cache._fetch(env, capture, app, key)
+            status = int(seen['status'].split(' ', 1)[0])
+            length = base.content_length(seen['headers'])
+            small = env['REQUEST_METHOD'] == 'HEAD' or (
+                length is not None and
+                length <= self.cache.settings.max_object_size)
+            if status not in _SHARED or not small:
+                flight.land(None)
+                start_response(seen['status'], seen['headers'],
+                               seen['exc_info'])
+                return app_iter
+            try:
+                body = b''.join(app_iter)
+            finally:
+                close_if_possible(app_iter)
+            result = None
+            if env['REQUEST_METHOD'] == 'HEAD' or len(body) == length:
+                result = (seen['status'], list(seen['headers']), body)
+            flight.land(result)
+            start_response(seen['status'], seen['headers'], seen['exc_info'])
+            return [body]
+        finally:
+            flight.land(None)
+            if self.flights.get(fkey) is flight:
+                del self.flights[fkey]
+
+    # -- writes ---------------------------------------------------------
+
+    def writes_through(self, env):
+        if env.get('REQUEST_METHOD') != 'PUT' or env.get('QUERY_STRING'):
+            return False
+        try:
+            length = int(env.get('CONTENT_LENGTH'))
+        except (TypeError, ValueError):
+            return False
+        return 0 <= length <= self.cache.settings.max_object_size
+
+    def write(self, env, start_response, app, keys):
+        recorder = Recorder(env['wsgi.input'],
+                            self.cache.settings.max_object_size)
+        env['wsgi.input'] = recorder
+        seen = {}
+
+        def capture(status, headers, exc_info=None):
+            seen['status'] = int(status.split(' ', 1)[0])
+            return start_response(status, headers, exc_info)
+        app_iter = self.cache.guard_write(env, capture, app, keys)
+        if seen.get('status') != 201 or recorder.body is None:
+            return app_iter
+        timestamp = env.get('HTTP_X_TIMESTAMP')
+        return AfterClose(app_iter, lambda: self._write_through(
+            env, keys[0], recorder.body, timestamp))
+
+    def _write_through(self, env, key, body, timestamp):
+        try:
+            written = Timestamp(timestamp).internal
+        except (TypeError, ValueError):
+            return
+        validity, _ = self.cache._validity(key)
+        if validity is None:
+            return
+        head_env = {'REQUEST_METHOD': 'HEAD', 'PATH_INFO': env['PATH_INFO'],
+                    'swift.source': 'MASS', 'HTTP_USER_AGENT': 'Swift Mass'}
+        for name in ('swift.cache', 'swift.infocache', 'swift.trans_id'):
+            if name in env:
+                head_env[name] = env[name]
+        try:
+            resp = Request.blank(env['PATH_INFO'], environ=head_env
+                                 ).get_response(self.cache.app)
+        except Exception as err:
+            self.logger.warning('mass merge: write-through HEAD failed: %s'
+                                % err)
+            return
+        etag = (resp.headers.get('ETag') or '').strip('"')
+        if resp.status_int != 200 or \
+                resp.headers.get('X-Backend-Timestamp') != written or \
+                etag != md5(body, usedforsecurity=False).hexdigest() or \
+                resp.headers.get('Content-Length') != str(len(body)):
+            return
+        kept = cacheable_headers(resp.headers.items())
+        if kept is None:
+            return
+        if self.cache._validity(key)[0] != validity:
+            return  # written to again meanwhile
+        self.cache._body_call(env, 'put', key, Entry(validity, [
+            (k, v) for k, v in kept if k.lower() != CACHE_HEADER.lower()],
+            body))
+        self.logger.increment('merge.written_through')

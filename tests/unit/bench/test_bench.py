@@ -1,0 +1,229 @@
+"""The benchmark's pure parts: workloads, presets, figures, ratios,
+plots.  Running it against the SAIO is tests/functional/test_bench.py."""
+import collections
+
+import pytest
+
+from mass_bench import bench, plots, workloads
+from swift_mass.control import classify
+
+
+@pytest.mark.parametrize('name, reads, size, cls', [
+    ('A', 1.0, (512 * 1024, 512 * 1024), classify.READ),
+    ('B', 0.5, (64 * 1024, 64 * 1024), classify.MIXED),
+    ('C', 0.0, (8 * 1024, 8 * 1024), classify.WRITE),
+    ('web-hosting', 0.9, (1024, 128 * 1024), classify.READ),
+    ('online-game', 0.05, (1024, 128 * 1024), classify.WRITE),
+    ('video-sharing', 0.9, (1 << 20, 128 << 20), classify.READ),
+    ('enterprise-backup', 0.05, (1 << 20, 128 << 20), classify.WRITE),
+    ('oltp', 0.7, (8192, 8192), classify.MIXED),
+    ('web-file-server', 0.95, (8192, 65536), classify.READ),
+    ('decision-support', 1.0, (1 << 20, 1 << 20), classify.READ),
+    ('game-hosting', 0.05, (65536, 65536), classify.WRITE),
+])
+def test_presets_are_the_papers_workloads(name, reads, size, cls):
+    w = workloads.PRESETS[name]
+    assert w.share('GET', 'HEAD') == pytest.approx(reads)
+    assert (w.size_min, w.size_max) == size
+    assert w.intended_class == cls
+
+
+def test_parse_a_preset_with_options():
+    w = workloads.parse('A,concurrency=4,seconds=30,objects=10,size=64k,'
+                        'policy=bulk')
+    assert w.name == 'A' and w.mix == (('GET', 1.0),)
+    assert w.policy == 'bulk'
+    assert (w.concurrency, w.seconds, w.objects) == (4, 30.0, 10)
+    assert w.size_min == w.size_max == 65536
+
+
+def test_parse_a_custom_workload():
+    w = workloads.parse('get=0.6,head=0.1,put=0.2,delete=0.1,size=1k-2M',
+                        name='mine')
+    assert w.name == 'mine'
+    assert dict(w.mix) == {'GET': 0.6, 'HEAD': 0.1, 'PUT': 0.2,
+                           'DELETE': 0.1}
+    assert (w.size_min, w.size_max) == (1024, 2 << 20)
+    assert w.intended_class == classify.MIXED
+
+
+@pytest.mark.parametrize('spec, message', [
+    ('Z', "unknown workload 'Z'"),
+    ('get=0.5,size=1k', 'add up to 1'),
+    ('get=1', 'needs a preset'),
+    ('A,size=big', 'not a size'),
+    ('A,colour=red', "unknown field 'colour'"),
+    ('A,concurrency=0', 'concurrency'),
+    ('A,concurrency=two', 'not a number'),
+    ('A,size=2M-1M', 'min <= max'),
+    ('A,objects=0', 'objects'),
+    ('A,seconds=0', 'seconds or operations'),
+    ('A,warmup=-1', 'warmup'),
+    ('fly=1,size=1k', "unknown field 'fly'"),
+])
+def test_bad_workloads_are_refused(spec, message):
+    with pytest.raises(ValueError) as err:
+        workloads.parse(spec)
+    assert message in str(err.value)
+
+
+def test_chooser_follows_the_mix_and_is_repeatable():
+    w = workloads.parse('get=0.7,put=0.3,size=1k-4k')
+    first = workloads.Chooser(w, seed=7)
+    ops = collections.Counter(first.operation() for _ in range(20000))
+    assert ops['GET'] / 20000.0 == pytest.approx(0.7, abs=0.02)
+    assert set(ops) == {'GET', 'PUT'}
+    a, b = workloads.Chooser(w, seed=3), workloads.Chooser(w, seed=3)
+    assert [(a.operation(), a.size()) for _ in range(100)] == \
+        [(b.operation(), b.size()) for _ in range(100)]
+    assert all(1024 <= a.size() <= 4096 for _ in range(1000))
+
+
+def test_nothing_to_read_means_a_put():
+    chooser = workloads.Chooser(workloads.PRESETS['A'], seed=1)
+    assert chooser.operation(have_objects=False) == 'PUT'
+
+
+def test_scaled_sizes():
+    w = workloads.scaled(workloads.PRESETS['video-sharing'], 1.0 / 64)
+    assert (w.size_min, w.size_max) == (16384, 2 << 20)
+
+
+def test_tenant_spec():
+    t = bench.Tenant.parse('photos:web:web=A,concurrency=3')
+    assert (t.label, t.user, t.key) == ('photos', 'photos:web', 'web')
+    assert t.workload.concurrency == 3
+    for bad in ('photos:web=A', 'photos:web:web', ':web:web=A'):
+        with pytest.raises(ValueError):
+            bench.Tenant.parse(bad)
+
+
+def rows(n, latency, status=200, start=0.0, size=100, op='GET'):
+    return [(start + i * 0.1, op, latency, status, size) for i in range(n)]
+
+
+def test_summarise_counts_only_measured_successes():
+    measured = rows(90, 0.010) + rows(10, 0.5, status=503)
+    warm = rows(50, 0.001, start=-5.0)
+    f = bench.summarise(warm + measured, 0.0, 10.0)
+    assert f['operations'] == 100 and f['errors'] == 10
+    assert f['ops_per_s'] == 9.0
+    assert f['mb_per_s'] == pytest.approx(90 * 100 / 10.0 / 1e6)
+    assert f['mean_ms'] == pytest.approx(10.0)
+    assert f['p99_ms'] == pytest.approx(10.0)
+    assert f['statuses'] == {'200': 90, '503': 10}
+
+
+def test_percentiles():
+    values = list(range(1, 101))
+    assert bench.percentile(values, 0.5) == 51
+    assert bench.percentile(values, 0.99) == 100
+    assert bench.percentile([], 0.5) is None
+
+
+def test_timeline_bins_by_completion_second():
+    t = bench.timeline([(0.2, 'GET', 0.1, 200, 1),
+                        (0.95, 'GET', 0.1, 200, 1),
+                        (1.5, 'GET', 0.2, 500, 1),
+                        (2.95, 'GET', 0.1, 200, 1)], 3)
+    # the last one ended after the measured time
+    assert t['ops'] == [1, 1, 0]
+    assert t['mean_ms'][0] == pytest.approx(100.0)
+    assert t['mean_ms'][2] is None
+
+
+def test_ratio_inside_the_control_spread_is_no_difference():
+    r = bench.ratio_summary([1.02, 0.97, 1.04], control=[0.95, 1.05])
+    assert r['median'] == 1.02 and r['verdict'] == 'no difference'
+    r = bench.ratio_summary([1.6, 1.5, 1.7], control=[0.95, 1.05])
+    assert r['verdict'] == 'difference'
+    assert (r['min'], r['max']) == (1.5, 1.7)
+    assert bench.ratio_summary([None]) is None
+
+
+def fake_run(mode, cycle, control, ops, mean):
+    figures = {'ops_per_s': ops, 'mb_per_s': ops / 10.0, 'mean_ms': mean,
+               'p50_ms': mean, 'p99_ms': 2 * mean, 'errors': 0,
+               'workload': 'A', 'concurrency': 1,
+               'timeline': {'ops': [ops] * 3, 'mean_ms': [mean] * 3}}
+    return {'mode': mode, 'cycle': cycle, 'control': control,
+            'seconds': 2, 'label': mode,
+            'tenants': {'photos': figures}, 'classes': []}
+
+
+def comparison():
+    runs = []
+    for cycle, (default, control, mass) in enumerate(
+            [(100, 98, 150), (90, 93, 160), (110, 105, 140)]):
+        runs += [fake_run('default', cycle, False, default, 10.0),
+                 fake_run('default', cycle, True, control, 10.0),
+                 fake_run('mass', cycle, False, mass, 5.0)]
+    return runs
+
+
+def test_summary_ratios_per_cycle():
+    s = bench.summary(comparison(), ['default', 'mass'])['photos']
+    assert s['default']['ops_per_s'] == 100
+    assert s['control']['ops_per_s'] == 98
+    ratio = s['mass']['throughput_ratio']
+    assert ratio['cycles'] == pytest.approx([1.5, 160 / 90.0, 140 / 110.0])
+    assert ratio['median'] == pytest.approx(1.5)
+    assert ratio['verdict'] == 'difference'
+    assert s['mass']['latency_ratio']['median'] == pytest.approx(0.5)
+    text = bench.format_summary({'summary': bench.summary(
+        comparison(), ['default', 'mass'])})
+    assert 'default*' in text and '1.500 (1.273-1.778)' in text
+
+
+def test_staged_scenarios():
+    tenants = [bench.Tenant.parse(s) for s in bench.DEFAULT_TENANTS]
+    stages = bench.staged_scenario('external', tenants)
+    assert [name for name, _ in stages] == [
+        '1 baseline', '2 photos-dominated', '3 backup-dominated']
+    assert stages[1][1][tenants[0]].concurrency == \
+        4 * tenants[0].workload.concurrency
+    assert stages[2][1][tenants[0]].concurrency == \
+        tenants[0].workload.concurrency
+    stages = bench.staged_scenario('internal', tenants)
+    (_, first), (_, second) = stages
+    assert first[tenants[0]].intended_class == classify.READ
+    assert second[tenants[0]].intended_class == classify.WRITE
+    with pytest.raises(ValueError):
+        bench.staged_scenario('external', tenants[:1])
+
+
+def is_png(path):
+    with open(path, 'rb') as fp:
+        return fp.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
+def test_plots_are_pngs(tmp_path):
+    result = {'runs': comparison(), 'modes': ['default', 'mass'],
+              'staged': None,
+              'tenants': {'photos': {'workload': {'name': 'A'}}}}
+    result['summary'] = bench.summary(result['runs'], result['modes'])
+    paths = plots.draw(result, str(tmp_path))
+    assert [p.rsplit('/', 1)[1] for p in paths] == ['throughput.png',
+                                                    'latency.png']
+    assert all(is_png(p) for p in paths)
+    staged = {'modes': ['mass'], 'staged': 'internal', 'runs': [
+        dict(fake_run('mass', 0, False, 10, 5.0), stage='1 reads',
+             classes=[(0.5, {'photos': 'unknown'}), (1.5, {'photos':
+                                                           'read'})])]}
+    path, = plots.draw(staged, str(tmp_path))
+    assert path.endswith('timeline.png') and is_png(path)
+
+
+def test_all_tenants_together():
+    runs = comparison()
+    for run in runs:
+        other = dict(run['tenants']['photos'], ops_per_s=50.0, mean_ms=40.0)
+        run['tenants']['backup'] = other
+    s = bench.summary(runs, ['default', 'mass'])[bench.ALL]
+    # cycle 1: default 100 + 50 ops/s, mass 150 + 50
+    assert s['default']['ops_per_s'] == 150
+    assert s['default']['mean_ms'] == pytest.approx((100 * 10 + 50 * 40)
+                                                    / 150.0)
+    assert s['default']['p99_ms'] is None
+    assert s['mass']['throughput_ratio']['cycles'][0] == \
+        pytest.approx(200 / 150.0)

@@ -1,0 +1,912 @@
+"""swift-mass migrate: the pure decisions, the procedure against an
+in-memory Swift that crashes at every possible step, and the proxy's
+refusal of writes to a container being moved."""
+import argparse
+import hashlib
+import json
+import time
+import urllib.parse
+
+import pytest
+from swift.common.swob import Request
+from swift.proxy.controllers.base import get_cache_key, \
+    headers_to_container_info
+from swiftclient.exceptions import ClientException
+
+from swift_mass.cli import main as cli, migrate
+from swift_mass.proxy import migrating
+from swift_mass.proxy import middleware as proxy
+from tests.unit.helpers import RecordingApp
+
+EMPTY = hashlib.md5(b'').hexdigest()
+POLICIES = [{'name': 'standard', 'default': True},
+            {'name': 'fast', 'aliases': 'fast, ssd'}, {'name': 'bulk'}]
+
+
+# --- an in-memory account behind swiftclient's Connection API -------------
+
+class Crash(Exception):
+    """The process died: every later call of the run fails too."""
+
+
+class FakeSwift(object):
+    """One account, with the semantics migrate relies on: policies fixed
+    at creation, 409 on a non-empty container DELETE, server-side copy of
+    manifests and symlinks only with the right query, a new timestamp for
+    every write, expiring objects, If-None-Match, marks kept apart from
+    what HEAD shows (sysmeta)."""
+
+    def __init__(self):
+        self.containers = {}
+        self.now = 1000.0
+        self.ts = 0
+        self.crash_at = None
+        self.mutations = 0
+        self.crashed = False
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+    def clock(self):
+        return self.now
+
+    def tick(self):
+        self.ts += 1
+        return self.ts
+
+    def mutate(self):
+        if self.crashed:
+            raise Crash()
+        self.mutations += 1
+        if self.crash_at is not None and self.mutations >= self.crash_at:
+            self.crashed = True
+            raise Crash()
+
+    def alive(self):
+        if self.crashed:
+            raise Crash()
+
+    # helpers for tests
+    def add_container(self, name, policy='standard', headers=None):
+        self.containers[name] = {'policy': policy, 'headers': dict(
+            headers or {}), 'objects': {}, 'mark': None}
+
+    def add_object(self, container, name, **obj):
+        obj.setdefault('kind', 'plain')
+        obj.setdefault('content_type', 'application/octet-stream')
+        obj.setdefault('meta', {})
+        obj.setdefault('body', b'')
+        obj['ts'] = self.tick()
+        if obj['kind'] == 'plain':
+            obj['etag'] = hashlib.md5(obj['body']).hexdigest()
+        self.containers[container]['objects'][name] = obj
+        if obj['kind'] == 'slo':
+            self._manifest(obj)
+
+    def _find(self, path):
+        container, name = path.lstrip('/').split('/', 1)
+        obj = self.containers.get(container, {}).get('objects', {}).get(name)
+        if obj is None or self._expired(obj):
+            return None
+        return obj
+
+    def _expired(self, obj):
+        return obj.get('delete_at') is not None and \
+            obj['delete_at'] <= self.now
+
+    def _manifest(self, obj):
+        segments = [self._find(p) for p in obj['segments']]
+        if any(s is None for s in segments):
+            raise ClientException('segment missing', http_status=400)
+        # like SLO: the stored manifest records each segment's
+        # last-modified, the SLO's ETag only their ETags
+        obj['manifest_hash'] = hashlib.md5(json.dumps(
+            [[p, s['ts']] for p, s in zip(obj['segments'], segments)]
+        ).encode()).hexdigest()
+        obj['slo_etag'] = hashlib.md5(''.join(
+            s['etag'] for s in segments).encode()).hexdigest()
+        obj['bytes'] = sum(len(s['body']) for s in segments)
+
+    def entry(self, name, obj):
+        entry = {'name': name, 'content_type': obj['content_type']}
+        if obj['kind'] == 'slo':
+            entry.update(hash=obj['manifest_hash'], bytes=obj['bytes'],
+                         slo_etag='"%s"' % obj['slo_etag'])
+        elif obj['kind'] == 'plain':
+            entry.update(hash=obj['etag'], bytes=len(obj['body']))
+        else:
+            entry.update(hash=EMPTY, bytes=0)
+        if obj['kind'] == 'symlink':
+            entry['symlink_path'] = '/v1/AUTH_t/' + obj['target']
+        return entry
+
+    def listing(self, container):
+        objects = self.containers[container]['objects']
+        return [self.entry(n, objects[n]) for n in sorted(objects)
+                if not self._expired(objects[n])]
+
+
+class FakeConn(object):
+    def __init__(self, swift, reseller=True):
+        self.swift = swift
+        self.reseller = reseller
+
+    def _container(self, name):
+        container = self.swift.containers.get(name)
+        if container is None:
+            raise ClientException('no container', http_status=404)
+        return container
+
+    def _refuse(self, container):
+        if not self.reseller and self.swift.containers.get(
+                container, {}).get('mark'):
+            raise ClientException('migrating', http_status=503)
+
+    def get_capabilities(self):
+        return {'mass_migrate': {}, 'swift': {'policies': POLICIES}}
+
+    def get_account(self, marker='', limit=10000):
+        self.swift.alive()
+        names = sorted(n for n in self.swift.containers if n > marker)
+        return {}, [{'name': n} for n in names[:limit]]
+
+    def head_container(self, name):
+        self.swift.alive()
+        container = self._container(name)
+        objects = [o for o in container['objects'].values()
+                   if not self.swift._expired(o)]
+        shown = {'X-Mass-Migrating': container['mark']} \
+            if self.reseller and container['mark'] else {}
+        return dict(container['headers'], **dict(shown, **{
+            'X-Storage-Policy': container['policy'],
+            'X-Container-Object-Count': str(len(objects)),
+            'X-Container-Bytes-Used': str(sum(
+                len(o['body']) for o in objects))}))
+
+    def get_container(self, name, marker='', limit=10000, prefix='',
+                      full_listing=False):
+        self.swift.alive()
+        self._container(name)
+        entries = [e for e in self.swift.listing(name)
+                   if e['name'] > marker and e['name'].startswith(prefix)]
+        return {}, entries if full_listing else entries[:limit]
+
+    def put_container(self, name, headers=None):
+        headers = {k.lower(): v for k, v in (headers or {}).items()}
+        self._refuse(name)
+        self.swift.mutate()
+        policy = headers.pop('x-storage-policy', None)
+        mark = headers.pop('x-mass-migrating', None)
+        container = self.swift.containers.get(name)
+        if container is None:
+            self.swift.add_container(name, policy or 'standard')
+            container = self.swift.containers[name]
+        elif policy and policy != container['policy']:
+            raise ClientException('policy conflict', http_status=409)
+        container['headers'].update(headers)
+        if mark is not None and self.reseller:
+            container['mark'] = mark or None
+
+    def post_container(self, name, headers):
+        self._refuse(name)
+        self.swift.mutate()
+        container = self._container(name)
+        for key, value in headers.items():
+            key = key.lower()
+            if key == 'x-mass-migrating':
+                container['mark'] = (value or None) if self.reseller \
+                    else container['mark']
+            elif key.startswith('x-remove-'):
+                container['headers'].pop('x-' + key[len('x-remove-'):],
+                                         None)
+            else:
+                container['headers'][key] = value
+
+    def delete_container(self, name):
+        self._refuse(name)
+        self.swift.mutate()
+        self._container(name)
+        if self.swift.listing(name):
+            raise ClientException('not empty', http_status=409)
+        del self.swift.containers[name]
+
+    def _object(self, container, name):
+        obj = self._container(container)['objects'].get(name)
+        if obj is None or self.swift._expired(obj):
+            raise ClientException('no object', http_status=404)
+        return obj
+
+    def head_object(self, container, name, query_string=None):
+        self.swift.alive()
+        obj = self._object(container, name)
+        query = query_string or ''
+        headers = {'Content-Type': obj['content_type']}
+        headers.update({'X-Object-Meta-' + k: v
+                        for k, v in obj['meta'].items()})
+        if obj.get('delete_at'):
+            headers['X-Delete-At'] = str(int(obj['delete_at']))
+        kind = obj['kind']
+        if kind == 'symlink' and 'symlink=get' not in query:
+            return self.head_object(*obj['target'].split('/', 1))
+        if kind == 'plain':
+            headers.update(Etag=obj['etag'],
+                           **{'Content-Length': str(len(obj['body']))})
+        elif kind == 'slo' and 'multipart-manifest=get' in query:
+            # like SLO: a manifest GET/HEAD is application/json
+            headers.update({'Etag': obj['manifest_hash'],
+                            'Content-Length': '300',
+                            'Content-Type': 'application/json; '
+                                            'charset=utf-8',
+                            'X-Static-Large-Object': 'True'})
+        elif kind == 'slo':
+            headers.update({'Etag': '"%s"' % obj['slo_etag'],
+                            'Content-Length': str(obj['bytes'])})
+        elif kind == 'dlo':
+            headers.update({'Etag': EMPTY, 'Content-Length': '0',
+                            'X-Object-Manifest': obj['prefix']})
+        else:
+            headers.update({'Etag': EMPTY, 'Content-Length': '0',
+                            'X-Symlink-Target': obj['target']})
+        return headers
+
+    def get_object(self, container, name):
+        self.swift.alive()
+        obj = self._object(container, name)
+        return self.head_object(container, name), obj['body']
+
+    def put_object(self, container, name, contents, content_length=None,
+                   headers=None, query_string=None):
+        headers = {k.lower(): v for k, v in (headers or {}).items()}
+        self._refuse(container)
+        self.swift.mutate()
+        target = self._container(container)
+        existing = target['objects'].get(name)
+        if headers.get('if-none-match') == '*' and existing is not None \
+                and not self.swift._expired(existing):
+            raise ClientException('exists', http_status=412)
+        query = query_string or ''
+        if 'x-copy-from' in headers:
+            source = self.swift._find(
+                urllib.parse.unquote(headers['x-copy-from']))
+            if source is None:
+                raise ClientException('no source', http_status=404)
+            obj = json.loads(json.dumps(
+                {k: v for k, v in source.items() if k != 'body'}))
+            obj['body'] = source['body']
+            if source['kind'] == 'symlink' and 'symlink=get' not in query:
+                obj = dict(self.swift._find(source['target']))
+            elif source['kind'] in ('slo', 'dlo') and \
+                    'multipart-manifest=get' not in query:
+                obj = {'kind': 'plain', 'body': b'concatenated',
+                       'content_type': source['content_type'],
+                       'meta': dict(source['meta'])}
+            obj['ts'] = self.swift.tick()
+            if obj['kind'] == 'plain':
+                obj['etag'] = hashlib.md5(obj['body']).hexdigest()
+            if obj['kind'] == 'slo':
+                self.swift._manifest(obj)
+        else:
+            body = contents.encode() if isinstance(contents, str) \
+                else contents
+            obj = {'kind': 'plain', 'body': body, 'ts': self.swift.tick(),
+                   'etag': hashlib.md5(body).hexdigest(), 'meta': {},
+                   'content_type': headers.get('content-type',
+                                               'application/octet-stream')}
+            if 'x-delete-after' in headers:
+                obj['delete_at'] = self.swift.now + int(
+                    headers['x-delete-after'])
+        target['objects'][name] = obj
+
+    def delete_object(self, container, name):
+        self._refuse(container)
+        self.swift.mutate()
+        self._object(container, name)
+        del self._container(container)['objects'][name]
+
+
+def populate(swift, n=12):
+    """A container of every kind, with segments in it and beside it."""
+    swift.add_container('c', 'standard', {
+        'x-container-read': '.r:*', 'x-container-meta-color': 'blue',
+        'x-versions-location': 'c-versions'})
+    swift.add_container('segs', 'standard')
+    for i in range(2):
+        swift.add_object('segs', 'seg%d' % i, body=b'outside-%d' % i)
+    for i in range(n):
+        swift.add_object('c', 'obj%03d' % i, body=b'data %d' % i,
+                         content_type='text/x-%d' % i,
+                         meta={'Index': str(i)})
+    swift.add_object('c', 'inner/seg', body=b'inner segment')
+    swift.add_object('c', 'slo-inside', kind='slo',
+                     segments=['/c/inner/seg', '/c/obj000'],
+                     content_type='video/mp4')
+    swift.add_object('c', 'slo-outside', kind='slo',
+                     segments=['/segs/seg0', '/segs/seg1'],
+                     content_type='application/x-slo')
+    swift.add_object('c', 'dlo', kind='dlo', prefix='segs/seg',
+                     content_type='application/x-dlo')
+    swift.add_object('c', 'link', kind='symlink', target='c/obj001',
+                     content_type='application/symlink')
+
+
+def snapshot(swift, container):
+    """What must survive a move: each object's listing identity and the
+    metadata a HEAD shows."""
+    conn = FakeConn(swift)
+    return {e['name']: (migrate.listing_key(e), conn.head_object(
+        container, e['name'], migrate.RAW_QUERY).get('Content-Type'),
+        sorted((k, v) for k, v in conn.head_object(
+            container, e['name'], migrate.RAW_QUERY).items()
+            if k.startswith('X-Object-Meta-')))
+        for e in swift.listing(container)}
+
+
+def migrator(swift, **kwargs):
+    kwargs.setdefault('workers', 1)
+    kwargs.setdefault('settle', 5)
+    messages = []
+    m = migrate.Migrator(lambda: FakeConn(swift), 'bulk', messages.append,
+                         sleep=swift.sleep, clock=swift.clock, **kwargs)
+    m.messages = messages
+    return m
+
+
+def assert_moved(swift, before):
+    assert swift.containers['c']['policy'] == 'bulk'
+    assert snapshot(swift, 'c') == before
+    assert swift.containers['c']['mark'] is None
+    assert swift.containers['c']['headers'] == {
+        'x-container-read': '.r:*', 'x-container-meta-color': 'blue',
+        'x-versions-location': 'c-versions'}
+    assert set(swift.containers) == {'c', 'segs'}
+
+
+# --- pure decisions ---------------------------------------------------------
+
+def test_staging_name_is_deterministic_and_fits():
+    assert migrate.staging_name('photos') == '.mass-migrate-photos'
+    long_name = 'x' * 250
+    staged = migrate.staging_name(long_name)
+    assert staged == migrate.staging_name(long_name)
+    assert len(staged) <= 256 and staged.startswith('.mass-migrate-h-')
+    assert migrate.is_ours(staged) and migrate.is_ours('.mass-migrate')
+    assert not migrate.is_ours('photos')
+
+
+def test_target_from_option_table_or_default_policy():
+    table = {'AUTH_a': {'class': 'write', 'ring': 'bulk'},
+             'AUTH_b': {'class': 'mixed', 'ring': ''}}
+    assert migrate.resolve_target('AUTH_a', table, None, POLICIES)[0] == \
+        'bulk'
+    assert migrate.resolve_target('AUTH_b', table, None, POLICIES)[0] == \
+        'standard'
+    assert migrate.resolve_target('AUTH_c', {}, 'ssd', POLICIES)[0] == \
+        'fast'
+    with pytest.raises(migrate.MigrationError, match='no Mass policy'):
+        migrate.resolve_target('AUTH_c', table, None, POLICIES)
+    with pytest.raises(migrate.MigrationError, match='not one of'):
+        migrate.resolve_target('AUTH_a', table, 'gold', POLICIES)
+
+
+def test_refused_and_saved_container_headers():
+    assert 'versioning' in migrate.refusal({'x-versions-enabled': 'True'})
+    assert 'sync' in migrate.refusal({'x-container-sync-to': '//r/a/c'})
+    assert migrate.refusal({'x-versions-location': 'v'}) is None
+    assert migrate.saved_headers({
+        'X-Container-Read': '.r:*', 'x-container-meta-quota-bytes': '10',
+        'x-container-object-count': '3', 'x-storage-policy': 'standard',
+        'x-history-location': 'h', 'x-timestamp': '1'}) == {
+        'x-container-read': '.r:*', 'x-container-meta-quota-bytes': '10',
+        'x-history-location': 'h'}
+
+
+def test_kinds_and_copy_queries():
+    assert migrate.kind_of({'x-symlink-target': 'c/o'}) == 'symlink'
+    assert migrate.kind_of({'x-static-large-object': 'True'}) == 'slo'
+    assert migrate.kind_of({'x-object-manifest': 'c/p'}) == 'dlo'
+    assert migrate.kind_of({'etag': 'x'}) == 'plain'
+    assert migrate.copy_query('plain') is None
+    assert migrate.copy_query('slo') == 'multipart-manifest=get'
+    assert migrate.copy_query('symlink') == 'symlink=get'
+
+
+def test_fingerprint_compares_data_and_metadata_not_time():
+    src = {'etag': '"abc"', 'content-length': '3', 'content-type': 't/x',
+           'x-object-meta-a': '1', 'last-modified': 'then',
+           'x-timestamp': '1'}
+    same = dict(src, **{'last-modified': 'now', 'x-timestamp': '2',
+                        'etag': 'abc'})
+    assert migrate.mismatches(migrate.fingerprint(src),
+                              migrate.fingerprint(same)) == []
+    lost = dict(same)
+    del lost['x-object-meta-a']
+    lost['content-type'] = 'application/octet-stream'
+    assert migrate.mismatches(migrate.fingerprint(src),
+                              migrate.fingerprint(lost)) == [
+        'content-type', 'x-object-meta-a']
+    # an SLO is judged by its plain HEAD's ETag and size
+    raw = {'etag': 'manifest1', 'x-static-large-object': 'True',
+           'content-type': 'application/json; charset=utf-8'}
+    raw2 = dict(raw, etag='manifest2')
+    plain = {'etag': '"slo"', 'content-length': '10',
+             'content-type': 'video/mp4'}
+    assert migrate.mismatches(migrate.fingerprint(raw, plain),
+                              migrate.fingerprint(raw2, plain)) == []
+    assert migrate.mismatches(migrate.fingerprint(raw, plain),
+                              migrate.fingerprint(raw2, dict(
+                                  plain, **{'content-type': 'x/y'}))) == [
+        'content-type']
+
+
+def test_listing_identity_and_copy_order():
+    slo = {'name': 'm', 'hash': 'h1', 'slo_etag': '"s"', 'bytes': 9,
+           'content_type': 'a/b'}
+    assert migrate.listing_key(slo) == migrate.listing_key(
+        dict(slo, hash='h2'))
+    assert migrate.listing_key({'name': 'x', 'hash': 'a'}) != \
+        migrate.listing_key({'name': 'x', 'hash': 'b'})
+    entries = [{'name': 'l', 'symlink_path': '/v1/a/c/o', 'hash': EMPTY},
+               slo, {'name': 'z', 'hash': 'z'}, {'name': 'a', 'hash': 'a'}]
+    assert [e['name'] for e in migrate.in_copy_order(entries)] == \
+        ['a', 'z', 'm', 'l']
+    other = migrate.index([{'name': 'a', 'hash': 'a'},
+                           {'name': 'z', 'hash': 'other'}])
+    assert [e['name'] for e in migrate.not_in(entries, other)] == \
+        ['l', 'm', 'z']
+
+
+def test_phase_decisions():
+    entry = {'name': 'o', 'hash': 'a', 'bytes': 1}
+    assert migrate.empty_action(entry, migrate.index([entry])) == 'delete'
+    assert migrate.empty_action(entry, {}) == 'copy'
+    assert migrate.empty_action(entry, migrate.index(
+        [dict(entry, hash='b')])) == 'copy'
+    assert migrate.restore_action(entry, {}) == 'copy'
+    assert migrate.restore_action(entry, migrate.index([entry])) == 'skip'
+    assert migrate.restore_action(entry, migrate.index(
+        [dict(entry, hash='newer')])) == 'keep'
+    assert migrate.container_step('empty', None, 'standard', 'bulk') == \
+        'create'
+    assert migrate.container_step('empty', 'bulk', 'standard', 'bulk') == \
+        'restore'
+    assert migrate.container_step('empty', 'standard', 'standard',
+                                  'bulk') == 'empty'
+    assert migrate.container_step('empty', 'fast', 'standard', 'bulk') == \
+        'empty'
+
+
+def test_credentials_come_from_options_or_env_never_a_default():
+    args = argparse.Namespace(auth_url=None, user='op:op', key=None)
+    with pytest.raises(migrate.MigrationError, match='ST_AUTH.*ST_KEY'):
+        migrate.credentials(args, environ={})
+    assert migrate.credentials(args, environ={
+        'ST_AUTH': 'http://a/auth/v1.0', 'ST_KEY': 'k'}) == (
+        'http://a/auth/v1.0', 'op:op', 'k')
+    assert migrate.account_url('http://p:8080/v1/AUTH_admin', 'AUTH_t x') \
+        == 'http://p:8080/v1/AUTH_t%20x'
+
+
+# --- the procedure ----------------------------------------------------------
+
+def test_moves_every_kind_of_object_with_its_metadata():
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    summary = migrator(swift, workers=4).run('c')
+    assert summary['status'] == 'moved'
+    assert (summary['from'], summary['to']) == ('standard', 'bulk')
+    assert summary['copied'] == len(before) == summary['restored']
+    assert_moved(swift, before)
+    # the manifest of the SLO whose segments moved with it was rebuilt
+    # from their copies: a new manifest hash, the same SLO ETag
+    assert swift.containers['c']['objects']['slo-inside']['kind'] == 'slo'
+
+
+def test_copies_that_never_show_up_stop_the_run_after_the_passes(
+        monkeypatch):
+    swift = FakeSwift()
+    swift.add_container('c%b', 'standard')
+    swift.add_object('c%b', 'o', body=b'data')
+    real_listing = FakeSwift.listing
+
+    def unlisted_copies(self, container):
+        # copies are made and verified, but never listed
+        if container == migrate.staging_name('c%b'):
+            return []
+        return real_listing(self, container)
+    monkeypatch.setattr(FakeSwift, 'listing', unlisted_copies)
+    with pytest.raises(migrate.MigrationError) as caught:
+        migrator(swift).run('c%b')
+    assert str(caught.value).startswith(
+        'c%%b: 1 objects still differ in %s after %d passes' % (
+            migrate.staging_name('c%b'), migrate.PASSES))
+    # the original is untouched
+    assert [e['name'] for e in swift.listing('c%b')] == ['o']
+
+
+def test_a_container_in_its_target_policy_is_left_alone():
+    swift = FakeSwift()
+    swift.add_container('c', 'bulk')
+    swift.add_object('c', 'o', body=b'x')
+    summary = migrator(swift).run('c')
+    assert summary['status'] == 'already in bulk'
+    assert set(swift.containers) == {'c'}
+    assert swift.containers['c']['objects']['o']['ts'] == 1
+
+
+def test_plan_changes_nothing():
+    swift = FakeSwift()
+    populate(swift)
+    swift.add_container('done', 'bulk')
+    swift.add_container('synced', 'standard',
+                        {'x-container-sync-to': '//r/a/c'})
+    m = migrator(swift)
+    rows = {c: m.plan(c) for c in ('c', 'done', 'synced')}
+    assert rows['c']['move'] == 'yes' and rows['c']['objects'] == 17
+    assert rows['c']['policy'] == 'standard' and rows['c']['target'] == \
+        'bulk'
+    assert rows['done']['move'] == 'no: already in bulk'
+    assert rows['synced']['move'].startswith('no: container sync')
+    assert swift.mutations == 0
+    with pytest.raises(migrate.MigrationError, match='container sync'):
+        m.run('synced')
+
+
+def test_writes_are_refused_while_moving_and_allowed_after():
+    swift = FakeSwift()
+    populate(swift)
+    client = FakeConn(swift, reseller=False)
+    seen = []
+
+    def write_meanwhile(message):
+        if 'restore' in message and not seen:
+            with pytest.raises(ClientException) as err:
+                client.put_object('c', 'new', 'x')
+            seen.append(err.value.http_status)
+    m = migrate.Migrator(lambda: FakeConn(swift), 'bulk', write_meanwhile,
+                         workers=1, settle=0, sleep=swift.sleep,
+                         clock=swift.clock)
+    m.run('c')
+    assert seen == [503]
+    client.put_object('c', 'new', 'x')  # unmarked again
+
+
+def test_nothing_moves_where_the_mark_does_not_take():
+    """Credentials that are not a reseller admin's (or a proxy without
+    the filter): the proxy would not refuse client writes."""
+    swift = FakeSwift()
+    populate(swift, n=2)
+    before = snapshot(swift, 'c')
+    m = migrate.Migrator(lambda: FakeConn(swift, reseller=False), 'bulk',
+                         sleep=swift.sleep, clock=swift.clock)
+    with pytest.raises(migrate.MigrationError, match='did not take'):
+        m.run('c')
+    assert set(swift.containers) == {'c', 'segs'}
+    assert snapshot(swift, 'c') == before
+
+
+def test_a_run_never_takes_a_live_lock():
+    swift = FakeSwift()
+    populate(swift)
+    holder = migrator(swift)
+    holder._ensure_container(migrate.JOURNAL_CONTAINER, None)
+    lock = migrate.Lock(lambda: FakeConn(swift), 'c', 30, 35, swift.sleep,
+                        swift.clock)
+    lock.acquire(lambda m: None)
+    try:
+        waiter = migrator(swift, lock_ttl=30, lock_wait=10)
+        with pytest.raises(migrate.LockHeld):
+            waiter.run('c')
+        assert swift.containers['c']['policy'] == 'standard'
+    finally:
+        lock.release()
+
+
+def test_the_lock_is_renewed_and_a_lost_lock_stops_the_run():
+    swift = FakeSwift()
+    FakeConn(swift).put_container(migrate.JOURNAL_CONTAINER)
+    lock = migrate.Lock(lambda: FakeConn(swift), 'c', 0.3, 1, swift.sleep,
+                        swift.clock)
+    lock.acquire(lambda m: None)
+    try:
+        first = swift.containers[migrate.JOURNAL_CONTAINER]['objects'][
+            'lock/c']['ts']
+        deadline = time.time() + 5
+        while swift.containers[migrate.JOURNAL_CONTAINER]['objects'][
+                'lock/c']['ts'] == first and time.time() < deadline:
+            time.sleep(0.02)
+        assert swift.containers[migrate.JOURNAL_CONTAINER]['objects'][
+            'lock/c']['ts'] != first
+        lock.check()
+        # someone broke the lock and took it
+        FakeConn(swift).put_object(migrate.JOURNAL_CONTAINER, 'lock/c',
+                                   json.dumps({'owner': 'other'}))
+        while lock.lost is None and time.time() < deadline:
+            time.sleep(0.02)
+        with pytest.raises(migrate.MigrationError, match='other'):
+            lock.check()
+    finally:
+        lock.release()
+    # not ours: left alone
+    assert 'lock/c' in swift.containers[migrate.JOURNAL_CONTAINER][
+        'objects']
+
+
+def count_mutations():
+    swift = FakeSwift()
+    populate(swift)
+    migrator(swift).run('c')
+    return swift.mutations
+
+
+def originals_safe(swift, before):
+    """Every object is, with its identity and metadata, in the container
+    or in its staging container."""
+    places = [snapshot(swift, c) for c in ('c', '.mass-migrate-c')
+              if c in swift.containers]
+    for name, identity in before.items():
+        assert any(place.get(name) == identity for place in places), name
+
+
+@pytest.mark.parametrize('crash_at', range(1, count_mutations() + 1))
+def test_a_crash_anywhere_loses_nothing_and_a_rerun_finishes(crash_at):
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    swift.crash_at = crash_at
+    with pytest.raises(Crash):
+        migrator(swift).run('c')
+    swift.crashed, swift.crash_at = False, None
+    originals_safe(swift, before)
+    # the killed run's lock frees itself: the re-run waits for it
+    summary = migrator(swift).run('c')
+    # a run killed once the journal is gone had finished the move
+    assert summary['status'] in ('moved', 'already in bulk')
+    assert_moved(swift, before)
+
+
+def test_objects_written_into_a_container_a_client_made_again():
+    """The old container is gone and a client makes it again (in the
+    default policy) and writes to it before the run creates it: those
+    objects are kept, and win over the staged ones of the same name."""
+    swift = FakeSwift()
+    populate(swift, n=3)
+    before = snapshot(swift, 'c')
+    stop_before_creating(swift)
+    client = FakeConn(swift, reseller=False)
+    client.put_container('c')
+    client.put_object('c', 'obj002', 'newer data')
+    client.put_object('c', 'fresh', 'new object')
+    summary = migrator(swift).run('c')
+    assert summary['status'] == 'moved'
+    after = snapshot(swift, 'c')
+    assert swift.containers['c']['objects']['obj002']['body'] == \
+        b'newer data'
+    assert 'fresh' in after
+    del after['obj002'], after['fresh'], before['obj002']
+    assert after == before
+
+
+def stop_before_creating(swift):
+    """Run until the container is deleted and stop right there."""
+    def progress(message):
+        if 'creating it again' in message:
+            raise Crash()
+    m = migrate.Migrator(lambda: FakeConn(swift), 'bulk', progress,
+                         workers=1, settle=0, sleep=swift.sleep,
+                         clock=swift.clock)
+    with pytest.raises(Crash):
+        m.run('c')
+    assert 'c' not in swift.containers
+
+
+def test_a_different_target_for_a_move_under_way_is_refused():
+    swift = FakeSwift()
+    populate(swift, n=2)
+    swift.crash_at = 12
+    with pytest.raises(Crash):
+        migrator(swift).run('c')
+    swift.crashed, swift.crash_at = False, None
+    other = migrate.Migrator(lambda: FakeConn(swift), 'fast',
+                             sleep=swift.sleep, clock=swift.clock)
+    with pytest.raises(migrate.MigrationError, match='--policy bulk'):
+        other.run('c')
+
+
+def test_large_listings_are_paged():
+    swift = FakeSwift()
+    swift.add_container('c')
+    for i in range(25):
+        swift.add_object('c', 'o%02d' % i, body=b'%d' % i)
+    m = migrator(swift)
+    assert [e['name'] for e in m.listing('c', page=10)] == \
+        ['o%02d' % i for i in range(25)]
+
+
+# --- the proxy's side -------------------------------------------------------
+
+def mass():
+    app = RecordingApp()
+    # no urgent-mark lookups: app.environs holds only the request itself
+    return proxy.filter_factory({}, control_loop='false',
+                                urgent_recheck_seconds='0')(app), app
+
+
+def marked(path, method, mark='target=bulk; since=1', **environ):
+    req = Request.blank(path, environ=dict(REQUEST_METHOD=method,
+                                           **environ))
+    headers = {'X-Container-Sysmeta-Mass-Migrating': mark} if mark else {}
+    req.environ['swift.infocache'] = {
+        get_cache_key('AUTH_t', 'c'): headers_to_container_info(headers,
+                                                                200)}
+    return req
+
+
+@pytest.mark.parametrize('path,method', [
+    ('/v1/AUTH_t/c/o', 'PUT'), ('/v1/AUTH_t/c/o', 'POST'),
+    ('/v1/AUTH_t/c/o', 'DELETE'), ('/v1/AUTH_t/c', 'POST'),
+    ('/v1/AUTH_t/c', 'PUT'), ('/v1/AUTH_t/c', 'DELETE')])
+def test_proxy_refuses_writes_to_a_marked_container(path, method):
+    filt, app = mass()
+    resp = marked(path, method).get_response(filt)
+    assert resp.status_int == 503
+    assert resp.headers['Retry-After'] == str(migrating.DEFAULT_RETRY_AFTER)
+    assert app.environs == []
+
+
+@pytest.mark.parametrize('method', ['GET', 'HEAD'])
+def test_proxy_serves_reads_of_a_marked_container(method):
+    filt, app = mass()
+    assert marked('/v1/AUTH_t/c/o', method).get_response(
+        filt).status_int == 200
+
+
+def test_proxy_lets_unmarked_containers_and_reseller_admins_write():
+    filt, app = mass()
+    assert marked('/v1/AUTH_t/c/o', 'PUT', mark=None).get_response(
+        filt).status_int == 200
+    assert marked('/v1/AUTH_t/c/o', 'PUT',
+                  reseller_request=True).get_response(filt).status_int == 200
+    assert len(app.environs) == 2
+
+
+def test_only_a_reseller_admin_sets_the_mark():
+    filt, app = mass()
+    for reseller in (False, True):
+        req = Request.blank('/v1/AUTH_t/new', method='PUT', headers={
+            'X-Mass-Migrating': 'target=bulk'})
+        if reseller:
+            req.environ['reseller_request'] = True
+        req.environ['swift.infocache'] = {
+            get_cache_key('AUTH_t', 'new'): headers_to_container_info(
+                {}, 404)}
+        assert req.get_response(filt).status_int == 200
+    tenant_env, admin_env = app.environs
+    assert 'HTTP_X_MASS_MIGRATING' not in tenant_env
+    assert migrating.SYSMETA_ENV not in tenant_env
+    assert 'HTTP_X_MASS_MIGRATING' not in admin_env
+    assert admin_env[migrating.SYSMETA_ENV] == 'target=bulk'
+
+
+def container_head(filt, mark, reseller):
+    def backend(env, start_response):
+        headers = [('X-Storage-Policy', 'bulk')]
+        if mark:
+            headers.append(('X-Container-Sysmeta-Mass-Migrating', mark))
+        start_response('204 No Content', headers)
+        return [b'']
+    filt.app = backend
+    req = Request.blank('/v1/AUTH_t/c', method='HEAD')
+    if reseller:
+        req.environ['reseller_request'] = True
+    return req.get_response(filt)
+
+
+def test_proxy_shows_the_mark_to_reseller_admins_only():
+    filt, _ = mass()
+    shown = container_head(filt, 'target=bulk; since=5', reseller=True)
+    assert shown.headers['X-Mass-Migrating'] == 'target=bulk; since=5'
+    assert 'X-Mass-Migrating' not in container_head(
+        filt, 'target=bulk; since=5', reseller=False).headers
+    assert 'X-Mass-Migrating' not in container_head(
+        filt, None, reseller=True).headers
+
+
+def test_retry_after_is_configurable():
+    filt = proxy.filter_factory({}, control_loop='false',
+                                migrate_retry_after='7')(RecordingApp())
+    resp = marked('/v1/AUTH_t/c/o', 'PUT').get_response(filt)
+    assert resp.headers['Retry-After'] == '7'
+
+
+# --- the command line -------------------------------------------------------
+
+def command_args(action, *containers, **options):
+    args = dict(action=action, tenant='AUTH_t', containers=list(containers),
+                policy=None, auth_url='http://p/auth/v1.0', user='op:op',
+                key='k', concurrency=2, settle=0, lock_ttl=30)
+    args.update(options)
+    return argparse.Namespace(**args)
+
+
+def fake_swiftclient(monkeypatch, swift, info=None):
+    import swiftclient.client
+    seen = []
+
+    class Connection(FakeConn):
+        def __init__(self, authurl, user, key, preauthurl=None, **kwargs):
+            super(Connection, self).__init__(swift)
+            seen.append(preauthurl)
+
+        def get_auth(self):
+            return 'http://p/v1/AUTH_op', 'token'
+
+        def get_capabilities(self):
+            return info if info is not None else \
+                super(Connection, self).get_capabilities()
+    monkeypatch.setattr(swiftclient.client, 'Connection', Connection)
+    return seen
+
+
+def test_command_plans_every_container_and_moves_under_way(monkeypatch):
+    swift = FakeSwift()
+    populate(swift, n=2)
+    swift.add_container('ready', 'bulk')
+    seen = fake_swiftclient(monkeypatch, swift)
+    table = {'AUTH_t': {'class': 'write', 'ring': 'bulk'}}
+    result = migrate.command(command_args('plan'), table, lambda m: None)
+    assert result['target'] == 'bulk'
+    assert {r['container']: r['move'] for r in result['containers']} == {
+        'c': 'yes', 'ready': 'no: already in bulk', 'segs': 'yes'}
+    assert 'http://p/v1/AUTH_t' in seen
+    # a move stopped between deleting C and creating it again
+    stop_before_creating(swift)
+    result = migrate.command(command_args('plan'), table, lambda m: None)
+    rows = {r['container']: r for r in result['containers']}
+    assert rows['c']['move'] == 'in progress (phase empty)'
+    assert rows['c']['policy'] is None
+    result = migrate.command(command_args('run', 'c'), table,
+                             lambda m: None)
+    assert result['containers'][0]['status'] == 'moved'
+    assert swift.containers['c']['policy'] == 'bulk'
+
+
+def test_command_runs_only_where_the_proxy_refuses_writes(monkeypatch):
+    swift = FakeSwift()
+    populate(swift, n=2)
+    fake_swiftclient(monkeypatch, swift, info={'swift': {
+        'policies': POLICIES}})
+    with pytest.raises(migrate.MigrationError, match='mass_migrate'):
+        migrate.command(command_args('run', 'c', policy='bulk'), {},
+                        lambda m: None)
+    assert swift.mutations == 0
+    rows = migrate.command(command_args('plan', 'c', policy='bulk'), {},
+                           lambda m: None)['containers']
+    assert rows[0]['move'] == 'yes'
+
+
+def test_cli_registers_migrate_plan_and_run(monkeypatch, capsys):
+    calls = []
+
+    def fake_command(args, table, progress):
+        calls.append((args.action, args.tenant, args.containers,
+                      args.policy, args.json, table))
+        progress('working')
+        return {'tenant': args.tenant, 'target': 'bulk', 'why': '--policy',
+                'containers': [{'container': 'c', 'policy': 'standard',
+                                'target': 'bulk', 'objects': 3,
+                                'bytes': 30, 'move': 'yes',
+                                'phase': None}]}
+
+    monkeypatch.setattr(migrate, 'command', fake_command)
+    monkeypatch.setattr(cli, 'load', lambda conf: ({}, None, None))
+    assert cli.main(['migrate', 'plan', 'AUTH_t', 'c', '--policy', 'bulk',
+                     '--json']) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)['containers'][0]['move'] == 'yes'
+    assert 'swift-mass migrate: working' in err
+    assert cli.main(['migrate', 'run', 'AUTH_t', '--policy', 'bulk']) == 0
+    out, _ = capsys.readouterr()
+    assert 'c' in out and 'standard' in out and 'yes' in out
+    assert calls == [('plan', 'AUTH_t', ['c'], 'bulk', True, {}),
+                     ('run', 'AUTH_t', [], 'bulk', False, {})]

@@ -1,0 +1,571 @@
+import json
+import os
+import re
+import tempfile
+
+import eventlet
+import pytest
+
+from swift.common.swob import Request
+
+from swift_mass.obj import device_queue
+from swift_mass.conf import ConfigError
+from swift_mass.obj import middleware as object_mw
+from tests.unit.helpers import Clock, RecordingApp
+
+
+class CountingLogger(object):
+    """Captures what would go to statsd."""
+
+    def __init__(self):
+        self.counts = {}
+        self.timings = {}
+
+    def increment(self, metric):
+        self.counts[metric] = self.counts.get(metric, 0) + 1
+
+    def timing(self, metric, value):
+        self.timings.setdefault(metric, []).append(value)
+
+    def only(self, prefix):
+        return dict((metric, count) for metric, count in self.counts.items()
+                    if metric.startswith(prefix))
+
+
+# The object server's devices: the queue governs only devices it has.
+DEVICES = tempfile.mkdtemp(prefix='mass-queue-devices-')
+for _device in ('sdb1', 'sdb2'):
+    os.mkdir(os.path.join(DEVICES, _device))
+
+
+def make(conf=None, app=None, clock=None):
+    app = app or RecordingApp()
+    logger = CountingLogger()
+    conf = dict({'devices': DEVICES}, **(conf or {}))
+    mw = object_mw.MassQueueMiddleware(app, conf, logger=logger,
+                                       clock=clock or Clock())
+    return mw, app, logger
+
+
+def call(mw, method='GET', headers=None, path='/sdb1/123/AUTH_test/c/o'):
+    req = Request.blank(path, method=method, headers=headers or {})
+    return req.get_response(mw)
+
+
+@pytest.mark.parametrize('header, priority', [
+    (None, 5), ('7', 7), ('0', 0), ('9', 9),
+    ('10', 5), ('-3', 5), ('urgent', 5), ('', 5),
+])
+def test_priority_from_header(header, priority):
+    mw, app, logger = make()
+    headers = {} if header is None else {'X-Backend-Mass-Priority': header}
+    assert call(mw, headers=headers).status_int == 200
+    assert app.environs[0]['mass.priority'] == priority
+    assert logger.only('priority.') == {'priority.%d' % priority: 1}
+
+
+def test_default_priority_is_configurable():
+    mw, app, _ = make({'default_priority': '2'})
+    call(mw)
+    assert app.environs[0]['mass.priority'] == 2
+
+
+@pytest.mark.parametrize('method, headers', [
+    ('REPLICATE', {}),
+    ('SSYNC', {}),
+    ('PUT', {'X-Backend-Replication': 'True'}),
+    ('DELETE', {'X-Backend-Replication': 'true'}),
+])
+def test_replication_is_background(method, headers):
+    mw, app, logger = make({'background_priority': '0'})
+    headers = dict(headers, **{'X-Backend-Mass-Priority': '9'})
+    call(mw, method=method, headers=headers)
+    assert app.environs[0]['mass.priority'] == 0
+    assert logger.only('priority.') == {'priority.background': 1}
+
+
+def test_tenant_is_unquoted():
+    mw, app, _ = make()
+    call(mw, headers={'X-Backend-Mass-Tenant': 'AUTH_%C3%A9%0Ax'})
+    assert app.environs[0]['mass.tenant'] == 'AUTH_\xc3\xa9\nx'
+
+
+def test_no_tenant_header():
+    mw, app, _ = make()
+    call(mw)
+    assert 'mass.tenant' not in app.environs[0]
+
+
+@pytest.mark.parametrize('option, value', [
+    ('default_priority', 'x'), ('background_priority', '10'),
+    ('slots_per_device', '-1'), ('slots_per_device', 'many'),
+    ('deadline', '-1'), ('deadline', 'nan'), ('retry_after', '0.5'),
+    ('priority_slack', 'slow'), ('urgent_share', '1.5'),
+    ('urgent_idle_seconds', '-2'), ('batch_slots', '-1'),
+    ('adaptive_slots', 'ture'),
+])
+def test_bad_options_stop_startup(option, value):
+    with pytest.raises(ConfigError) as err:
+        object_mw.filter_factory({}, **{option: value})(RecordingApp())
+    assert option in str(err.value)
+    assert '[filter:mass_queue]' in str(err.value)
+
+
+@pytest.mark.parametrize('conf, named', [
+    ({'adaptive_interval': '0'}, 'adaptive_interval'),
+    ({'adaptive_low': '0.9', 'adaptive_high': '0.5'}, 'adaptive_low'),
+    ({'adaptive_high': '2'}, 'adaptive_high'),
+    ({'slots_per_device': '4', 'adaptive_min_slots': '5'},
+     'adaptive_min_slots'),
+    ({'slots_per_device': '4', 'adaptive_max_slots': '3'},
+     'adaptive_max_slots'),
+    ({'batch_slots': '4', 'adaptive_max_batch_slots': '2'},
+     'adaptive_max_batch_slots'),
+    # a device without general slots would refuse everything
+    ({'adaptive_min_slots': '0'}, 'adaptive_min_slots'),
+])
+def test_bad_adaptive_options_stop_startup(conf, named):
+    conf = dict(conf, adaptive_slots='yes')
+    with pytest.raises(ConfigError) as err:
+        object_mw.filter_factory({}, **conf)(RecordingApp())
+    assert named in str(err.value)
+    assert '[filter:mass_queue]' in str(err.value)
+
+
+def test_adaptive_options_are_ignored_when_adaptive_is_off():
+    mw, _, _ = make({'adaptive_min_slots': '100'})
+    assert mw.adaptive is None
+
+
+def test_defaults():
+    mw, _, _ = make()
+    assert (mw.slots_per_device, mw.deadline, mw.retry_after,
+            mw.batch_slots, mw.urgent_tenants, mw.urgent_share,
+            mw.urgent_idle, mw.adaptive) == \
+        (8, 3.0, 1, 0, frozenset(), 0.5, 30.0, None)
+    assert mw.slack[9] - mw.slack[0] == pytest.approx(9 * 0.25)
+
+
+def test_adaptive_defaults():
+    mw, _, _ = make({'adaptive_slots': 'true', 'slots_per_device': '4',
+                     'batch_slots': '2'})
+    assert mw.adaptive == device_queue.Adaptive(10.0, 0.3, 0.9)
+    assert (mw.slot_bounds, mw.batch_bounds) == ((1, 16), (1, 8))
+
+
+@pytest.mark.parametrize('value, cls', [
+    ('read', 'read'), ('write', 'write'), ('mixed', 'mixed'),
+    ('bogus', None), ('', None), (None, None)])
+def test_class_tag(value, cls):
+    mw, app, logger = make()
+    headers = {} if value is None else {'X-Backend-Mass-Class': value}
+    call(mw, headers=headers)
+    assert app.environs[0].get('mass.class') == cls
+    if cls:
+        assert logger.counts['class.' + cls] == 1
+    else:
+        assert not [m for m in logger.counts if m.startswith('class.')]
+
+
+# ---------------------------------------------------------------- queue
+
+PATH = '/sdb1/123/AUTH_test/c/o'
+
+
+class BodyApp(object):
+    """The object server: answers a body of chunks and counts the bodies
+    closed."""
+
+    def __init__(self, chunks=(b'one', b'two', b'three'), fail=None):
+        self.chunks = chunks
+        self.fail = fail          # 'call', 'body' or 'lazy'
+        self.calls = 0
+        self.closed = 0
+
+    def __call__(self, env, start_response):
+        self.calls += 1
+        if self.fail == 'call':
+            raise ValueError('object server failed')
+        if self.fail != 'lazy':
+            start_response('200 OK', [])
+        return Body(self, start_response)
+
+
+class Body(object):
+    def __init__(self, app, start_response):
+        self.app = app
+        self.start_response = start_response
+        self.chunks = list(app.chunks)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.app.fail == 'lazy':
+            self.start_response('200 OK', [])
+        if self.app.fail == 'body':
+            raise IOError('disk gone')
+        if not self.chunks:
+            raise StopIteration
+        return self.chunks.pop(0)
+
+    def close(self):
+        self.app.closed += 1
+
+
+def start(mw, method='GET', path=PATH, headers=None):
+    """Call the filter as the WSGI server would, without reading the
+    body: (what start_response got, the body)."""
+    env = Request.blank(path, method=method, headers=headers or {}).environ
+    seen = {}
+
+    def start_response(status, headers, exc_info=None):
+        seen['status'] = status
+        seen['headers'] = dict(headers)
+    body = mw(env, start_response)
+    return seen, body
+
+
+def queue_stats(mw, device='sdb1'):
+    return mw.queues[device].stats()
+
+
+def in_use(mw, device='sdb1'):
+    return queue_stats(mw, device)['slots_in_use']
+
+
+def queued(conf=None, app=None, clock=None):
+    return make(dict({'slots_per_device': '1'}, **(conf or {})),
+                app=app or BodyApp(), clock=clock)
+
+
+def test_slot_is_held_until_the_body_is_closed():
+    mw, app, _ = queued()
+    _, body = start(mw)
+    assert in_use(mw) == 1
+    body.close()
+    assert in_use(mw) == 0
+    assert app.closed == 1
+
+
+def test_slot_is_released_when_the_body_is_fully_iterated():
+    mw, _, _ = queued()
+    _, body = start(mw)
+    assert list(body) == [b'one', b'two', b'three']
+    assert in_use(mw) == 0
+
+
+def test_slot_is_released_when_the_client_disconnects_mid_body():
+    # eventlet.wsgi closes the body when writing to the client fails
+    mw, app, _ = queued()
+    _, body = start(mw)
+    assert next(body) == b'one'
+    assert in_use(mw) == 1
+    body.close()
+    assert (in_use(mw), app.closed) == (0, 1)
+
+
+@pytest.mark.parametrize('fail, error', [
+    ('call', ValueError), ('body', IOError)])
+def test_slot_is_released_when_the_object_server_fails(fail, error):
+    mw, _, _ = queued(app=BodyApp(fail=fail))
+    with pytest.raises(error):
+        _, body = start(mw)
+        list(body)
+    assert in_use(mw) == 0
+
+
+def test_slot_is_released_when_start_response_was_never_called():
+    mw, _, _ = queued(app=BodyApp(fail='lazy'))
+    seen, body = start(mw)
+    assert seen == {}
+    body.close()
+    assert in_use(mw) == 0
+
+
+def test_a_second_close_does_not_release_someone_elses_slot():
+    mw, _, _ = queued()
+    _, first = start(mw)
+    first.close()
+    _, second = start(mw)
+    first.close()
+    assert in_use(mw) == 1
+    second.close()
+    assert in_use(mw) == 0
+
+
+def test_slot_is_released_over_a_real_connection_the_client_drops():
+    chunk = b'x' * 65536
+
+    def endless(env, start_response):
+        start_response('200 OK', [('Content-Type', 'text/plain')])
+        while True:
+            yield chunk
+    mw, _, _ = queued(app=endless)
+    listener = eventlet.listen(('127.0.0.1', 0))
+    server = eventlet.spawn(eventlet.wsgi.server, listener, mw,
+                            log=open('/dev/null', 'w'), log_output=False)
+    try:
+        client = eventlet.connect(listener.getsockname())
+        client.sendall(b'GET ' + PATH.encode() +
+                       b' HTTP/1.1\r\nHost: x\r\n\r\n')
+        assert client.recv(1024).startswith(b'HTTP/1.1 200')
+        assert in_use(mw) == 1
+        client.close()
+        for _ in range(10000):
+            if in_use(mw) == 0:
+                break
+            eventlet.sleep(0)
+        assert in_use(mw) == 0
+    finally:
+        server.kill()
+        listener.close()
+
+
+def test_a_waiter_is_admitted_when_the_slot_is_given_back():
+    clock = Clock()
+    mw, app, logger = queued(clock=clock)
+    _, first = start(mw)
+    waiter = eventlet.spawn(start, mw, headers={
+        'X-Backend-Mass-Priority': '7'})
+    eventlet.sleep(0)
+    assert queue_stats(mw)['waiting'] == 1
+    assert app.calls == 1
+    clock.now += 0.5
+    first.close()
+    seen, body = waiter.wait()
+    assert seen['status'] == '200 OK'
+    assert app.calls == 2
+    # only the request that waited reports its wait and the depth
+    assert logger.timings['queue.wait.7'] == [pytest.approx(500.0)]
+    assert logger.timings['queue.depth'] == [1]
+    assert 'queue.wait.5' not in logger.timings
+    body.close()
+    assert in_use(mw) == 0
+
+
+def test_a_request_waiting_past_its_deadline_gets_503_retry_after():
+    clock = Clock()
+    mw, app, logger = queued({'deadline': '2', 'retry_after': '7'},
+                             clock=clock)
+    _, first = start(mw)
+    waiter = eventlet.spawn(start, mw)
+    eventlet.sleep(0)
+    clock.now += 2.0
+    mw.queues['sdb1'].poll()
+    seen, body = waiter.wait()
+    assert seen['status'].startswith('503')
+    assert seen['headers']['Retry-After'] == '7'
+    assert b'sdb1' in b''.join(body)
+    assert app.calls == 1
+    assert logger.counts['queue.refused'] == 1
+    assert in_use(mw) == 1
+    first.close()
+    assert in_use(mw) == 0
+
+
+def test_past_the_refusal_budget_a_late_request_is_served():
+    clock = Clock()
+    mw, app, logger = queued({'deadline': '2',
+                              'max_refusals_per_minute': '1'}, clock=clock)
+    _, first = start(mw)
+    waiters = [eventlet.spawn(start, mw) for _ in range(2)]
+    eventlet.sleep(0)
+    clock.now += 2.0
+    mw.queues['sdb1'].poll()
+    answers = [w.wait() for w in waiters]
+    assert sorted(seen['status'][:3] for seen, _ in answers) == \
+        ['200', '503']
+    assert logger.counts['queue.refused'] == 1
+    assert logger.counts['queue.admitted_past_deadline'] == 1
+    state = json.loads(call(mw, path='/mass_queue').body)
+    assert state['max_refusals_per_minute'] == 1
+    assert state['devices']['sdb1']['admitted_past_deadline'] == 1
+    first.close()
+    [late] = [body for seen, body in answers if seen['status'][:3] == '200']
+    late.close()
+    assert in_use(mw) == 0
+
+
+def test_a_waiter_notices_its_deadline_without_any_other_request():
+    # deadline 0: never wait; the waiter's own timeout refuses it
+    mw, app, logger = queued({'deadline': '0'})
+    _, first = start(mw)
+    seen, _ = eventlet.spawn(start, mw).wait()
+    assert seen['status'].startswith('503')
+    assert logger.counts['queue.refused'] == 1
+    assert queue_stats(mw)['waiting'] == 0
+    first.close()
+
+
+def test_a_waiter_killed_while_waiting_leaves_nothing_behind():
+    mw, app, _ = queued()
+    _, first = start(mw)
+    waiter = eventlet.spawn(start, mw)
+    eventlet.sleep(0)
+    waiter.kill()
+    assert queue_stats(mw)['waiting'] == 0
+    first.close()
+    assert in_use(mw) == 0
+    assert app.calls == 1
+    assert queue_stats(mw)['refused'] == 0
+
+
+def test_devices_have_their_own_slots():
+    mw, _, _ = queued()
+    _, first = start(mw)
+    _, other = start(mw, path='/sdb2/123/AUTH_test/c/o')
+    assert (in_use(mw, 'sdb1'), in_use(mw, 'sdb2')) == (1, 1)
+    first.close()
+    other.close()
+
+
+@pytest.mark.parametrize('conf, method, path', [
+    ({}, 'GET', '/healthcheck'),
+    ({}, 'GET', '/recon/diskusage'),
+    ({}, 'GET', '/sdb1/notapartition/a/c/o'),
+    ({}, 'GET', '/sdb1'),
+    ({}, 'GET', '/sdb9/123/a/c/o'),   # not a device of this server
+    ({}, 'GET', '/../123/a/c/o'),
+    ({}, 'SSYNC', '/sdb1/123'),
+    ({'slots_per_device': '0'}, 'GET', PATH),
+])
+def test_ungoverned_requests_pass_straight(conf, method, path):
+    mw, app, logger = make(conf)
+    assert call(mw, method=method, path=path).status_int == 200
+    assert len(app.environs) == 1
+    assert mw.queues == {}
+    assert not logger.only('queue.')
+
+
+def test_replicate_is_queued_as_background():
+    mw, app, logger = queued()
+    _, body = start(mw, method='REPLICATE', path='/sdb1/123')
+    assert in_use(mw) == 1
+    body.close()
+    assert logger.counts['priority.background'] == 1
+    # admitted at once: no statsd packet beyond the priority counter
+    assert not logger.timings
+
+
+def test_puts_of_batch_tenants_use_batch_slots():
+    mw, app, _ = queued({'batch_slots': '2'})
+    write = {'X-Backend-Mass-Class': 'write', 'X-Backend-Mass-Batch': 'true'}
+    _, first = start(mw)
+    # the general slot is taken; batch slots are free, but not for a GET
+    # of that tenant nor for a PUT of a write tenant without the method
+    reader = eventlet.spawn(start, mw, 'GET', headers=write)
+    other_put = eventlet.spawn(start, mw, 'PUT', headers={
+        'X-Backend-Mass-Class': 'write'})
+    eventlet.sleep(0)
+    assert queue_stats(mw)['waiting'] == 2
+    puts = [start(mw, 'PUT', headers=write)[1] for _ in range(2)]
+    stats = queue_stats(mw)
+    assert (stats['slots_in_use'], stats['batch_slots_in_use']) == (1, 2)
+    assert app.calls == 3
+    for body in puts + [first]:
+        body.close()
+    for waiter in (reader, other_put):
+        waiter.wait()[1].close()
+    assert (in_use(mw), queue_stats(mw)['batch_slots_in_use']) == (0, 0)
+    assert app.calls == 5
+
+
+@pytest.mark.parametrize('headers, path', [
+    ({'X-Backend-Mass-Tenant': 'AUTH_u'}, PATH),
+    ({}, '/sdb1/123/AUTH_u/c/o'),
+    ({'X-Backend-Mass-Tenant': 'AUTH_%C3%A9'}, PATH),
+])
+def test_urgent_tenant_isolates_the_device(headers, path):
+    mw, _, logger = queued({'urgent_tenants': 'AUTH_x, AUTH_u,AUTH_\xe9',
+                            'slots_per_device': '4'})
+    _, body = start(mw, path=path, headers=headers)
+    assert queue_stats(mw)['mode'] == device_queue.ISOLATED
+    assert queue_stats(mw)['reserved_slots'] == 2
+    assert logger.counts['queue.mode.isolated'] == 1
+    body.close()
+
+
+def test_other_tenants_do_not_isolate():
+    mw, _, logger = queued({'urgent_tenants': 'AUTH_u'})
+    start(mw, headers={'X-Backend-Mass-Tenant': 'AUTH_other'})[1].close()
+    start(mw, path='/sdb1/123/AUTH_uu/c/o')[1].close()
+    assert queue_stats(mw)['mode'] == device_queue.SHARED
+    assert 'queue.mode.isolated' not in logger.counts
+
+
+@pytest.mark.parametrize('urgent_tenants', ['', 'AUTH_other'])
+def test_the_proxys_urgent_mark_isolates_the_device(urgent_tenants):
+    mw, _, logger = queued({'urgent_tenants': urgent_tenants,
+                            'slots_per_device': '4'})
+    _, body = start(mw, headers={'X-Backend-Mass-Tenant': 'AUTH_%C3%A9',
+                                 'X-Backend-Mass-Urgent': 'true'})
+    assert queue_stats(mw)['mode'] == device_queue.ISOLATED
+    assert queue_stats(mw)['reserved_slots'] == 2
+    assert logger.counts['queue.mode.isolated'] == 1
+    state = json.loads(call(mw, path='/mass_queue').body)
+    assert state['urgent_seen'] == ['AUTH_\xe9']
+    body.close()
+
+
+@pytest.mark.parametrize('value', ['false', 'yes', '1', ''])
+def test_only_the_proxys_exact_urgent_mark_counts(value):
+    mw, _, _ = queued({'slots_per_device': '4'})
+    start(mw, headers={'X-Backend-Mass-Urgent': value})[1].close()
+    assert queue_stats(mw)['mode'] == device_queue.SHARED
+
+
+def test_admin_endpoint_shows_every_queue():
+    mw, _, _ = queued({'urgent_tenants': 'AUTH_u', 'batch_slots': '3'})
+    _, body = start(mw)
+    resp = call(mw, path='/mass_queue')
+    assert resp.status_int == 200
+    assert resp.content_type == 'application/json'
+    state = json.loads(resp.body)
+    assert state['slots_per_device'] == 1
+    assert state['batch_slots'] == 3
+    assert state['urgent_tenants'] == ['AUTH_u']
+    assert state['devices']['sdb1']['slots_in_use'] == 1
+    assert state['devices']['sdb1']['mode'] == device_queue.SHARED
+    body.close()
+
+
+def test_adaptive_queue_grows_under_waiting_load():
+    clock = Clock()
+    mw, _, logger = queued({'adaptive_slots': 'on', 'deadline': '9',
+                            'adaptive_interval': '5'}, clock=clock)
+    _, first = start(mw)
+    waiter = eventlet.spawn(start, mw)
+    eventlet.sleep(0)
+    clock.now += 5
+    mw.queues['sdb1'].poll()
+    seen, body = waiter.wait()
+    assert seen['status'] == '200 OK'
+    assert queue_stats(mw)['slots'] == 2
+    assert logger.counts['queue.slots.grow'] == 1
+    first.close()
+    body.close()
+
+
+class ReadRecordingConf(dict):
+    def __init__(self, *args, **kwargs):
+        super(ReadRecordingConf, self).__init__(*args, **kwargs)
+        self.read = set()
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super(ReadRecordingConf, self).get(key, default)
+
+
+def test_every_option_is_documented_in_the_sample():
+    sample = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'etc',
+                          'object-server.conf-sample')
+    with open(sample) as handle:
+        text = handle.read().split('[filter:mass_queue]', 1)[1]
+    documented = set(re.findall(r'^# ([a-z_]+) =', text, re.M))
+    conf = ReadRecordingConf(adaptive_slots='true', batch_slots='2')
+    object_mw.MassQueueMiddleware(RecordingApp(), conf,
+                                  logger=CountingLogger())
+    assert 'adaptive_max_batch_slots' in conf.read
+    # `devices` is the object server's own option
+    assert conf.read - documented == {'devices'}

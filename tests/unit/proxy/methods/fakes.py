@@ -1,0 +1,166 @@
+"""What the cache and merge tests stand in for: the proxy app right of
+Mass (a tiny Swift), an auth middleware's swift.authorize, a logger, and
+Mass filters of several proxies sharing the machine's Redis."""
+import os
+
+from swift.common.swob import HTTPForbidden, Request, Response
+from swift.common.utils import Timestamp, md5
+
+from swift_mass.proxy import middleware as proxy
+from swift_mass.control.store import RedisStore
+from tests.unit.helpers import REDIS_URL, Logger
+
+DOWN_REDIS_URL = 'redis://127.0.0.1:1/15'  # connection refused
+PATH = '/v1/AUTH_t/c/o'
+BODY = b'0123456789' * 10
+
+
+def authorize_as(user):
+    """An auth middleware's swift.authorize, tempauth-like: the owner may
+    do anything, others what the container's ACL grants them."""
+    def authorize(req):
+        if user == 'owner':
+            return None
+        acl = req.acl or ''
+        if '.r:*' in acl or user in acl.split(','):
+            return None
+        return HTTPForbidden(request=req)
+    return authorize
+
+
+class Swift(object):
+    """The proxy app right of Mass: accounts and containers exist, object
+    requests are authorised as Swift's object controller does and
+    answered by swob as the object server answers them."""
+
+    def __init__(self):
+        self.objects = {}
+        self.read_acl = {}
+        self.requests = []
+        self.during_get = None  # called between a GET's two chunks
+
+    def object_requests(self, method=None):
+        return [r for r in self.requests if r[1].count('/') == 4 and
+                (method is None or r[0] == method)]
+
+    def __call__(self, env, start_response):
+        req = Request(env)
+        self.requests.append((req.method, req.path, env.get('swift.source'),
+                              dict(req.headers)))
+        if req.path.count('/') < 4:
+            headers = {}
+            if req.path.count('/') == 3:
+                headers['X-Container-Read'] = self.read_acl.get(req.path, '')
+            return Response(status=204, headers=headers)(env, start_response)
+        authorize = env.get('swift.authorize')
+        if authorize is not None:
+            req.acl = self.read_acl.get(req.path.rsplit('/', 1)[0])
+            denial = authorize(req)
+            if denial:
+                return denial(env, start_response)
+        return getattr(self, req.method)(req)(env, start_response)
+
+    def write(self, path, body, headers=None):
+        """What a PUT does on the object servers."""
+        ts = Timestamp.now()
+        self.objects[path] = {'body': body, 'ts': ts,
+                              'headers': dict(headers or {})}
+        return ts
+
+    def PUT(self, req):
+        req.headers['X-Timestamp'] = self.write(
+            req.path, req.body, {k: v for k, v in req.headers.items()
+                                 if k.startswith(('X-Object-', 'X-Delete',
+                                                  'X-Static', 'Content-T'))
+                                 }).internal
+        return Response(status=201)
+
+    def POST(self, req):
+        obj = self.objects.get(req.path)
+        if obj is None:
+            return Response(status=404)
+        obj['ts'] = Timestamp.now()
+        req.headers['X-Timestamp'] = obj['ts'].internal
+        obj['headers'] = {k: v for k, v in obj['headers'].items()
+                          if not k.startswith('X-Object-Meta-')}
+        obj['headers'].update((k, v) for k, v in req.headers.items()
+                              if k.startswith('X-Object-Meta-'))
+        return Response(status=202)
+
+    def DELETE(self, req):
+        req.headers['X-Timestamp'] = Timestamp.now().internal
+        if self.objects.pop(req.path, None) is None:
+            return Response(status=404)
+        return Response(status=204)
+
+    def headers_of(self, obj):
+        headers = {'Content-Type': 'application/octet-stream',
+                   'X-Timestamp': obj['ts'].normal,
+                   'X-Backend-Timestamp': obj['ts'].internal,
+                   'Accept-Ranges': 'bytes'}
+        headers.update(obj['headers'])
+        return headers
+
+    def GET(self, req):
+        return self.respond(req, self.objects.get(req.path))
+
+    def respond(self, req, obj):
+        if obj is None:
+            return Response(status=404, request=req)
+        resp = Response(request=req, conditional_response=True,
+                        headers=self.headers_of(obj))
+        if self.during_get is not None:
+            resp.app_iter = self._racing(obj['body'])
+            resp.content_length = len(obj['body'])
+        else:
+            resp.body = obj['body']
+        resp.etag = md5(obj['body'], usedforsecurity=False).hexdigest()
+        resp.last_modified = int(float(obj['ts'])) + 1
+        return resp
+
+    HEAD = GET
+
+    def _racing(self, body):
+        yield body[:10]
+        self.during_get()
+        yield body[10:]
+
+
+def make(prefix, swift=None, conf=None, store_url=REDIS_URL, pin='cache'):
+    """One proxy's Mass filter in front of ``swift`` (a new one if None);
+    its shared store (and so its generations) is Redis under
+    ``prefix``."""
+    swift = swift or Swift()
+    logger = Logger()
+    store = RedisStore(store_url, prefix=prefix)
+    mass = proxy.MassMiddleware(swift, dict(conf or {}), logger=logger,
+                                store=store)
+    if pin:
+        if store_url == REDIS_URL:
+            store.set_pin('AUTH_t', {'class': 'read', 'method': pin})
+            mass.agent.tick()
+        else:
+            mass.agent.table = {'AUTH_t': {
+                'class': 'read', 'method': pin, 'ring': ''}}
+    mass._loop_pid = os.getpid()  # no control loop thread
+    del swift.requests[:], logger.counters[:]
+    return mass, swift, logger
+
+
+def call(mass, path=PATH, method='GET', headers=None, user='owner',
+         environ=None, body=None):
+    env = {'swift.authorize': authorize_as(user)}
+    env.update(environ or {})
+    req = Request.blank(path, method=method, headers=headers or {},
+                        environ=env)
+    if body is not None:
+        req.body = body
+    resp = req.get_response(mass)
+    resp.body  # the client reads all of it
+    return resp
+
+
+def put(mass, body=BODY, path=PATH, headers=None, **kwargs):
+    resp = call(mass, path, 'PUT', headers=headers, body=body, **kwargs)
+    assert resp.status_int == 201
+    return resp

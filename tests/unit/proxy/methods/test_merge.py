@@ -1,0 +1,227 @@
+"""The ``merge`` method: single flight of identical reads in a worker, and
+write-through of small PUTs, with green threads as a proxy worker runs
+them, in front of the tiny Swift of test_cache and the machine's Redis."""
+import eventlet
+import pytest
+
+from swift.common.swob import Request
+from swift.common.utils import close_if_possible
+
+from swift_mass.proxy.methods.merge import MergeMethod
+from tests.unit.proxy.methods.fakes import BODY, DOWN_REDIS_URL, PATH, Swift, \
+    authorize_as, call, make, put
+
+
+class SlowSwift(Swift):
+    """GETs take a while at the backend, so others arrive meanwhile."""
+
+    def __init__(self, delay=0.05):
+        super(SlowSwift, self).__init__()
+        self.delay = delay
+        self.fail_next_get = False
+
+    def GET(self, req):
+        # what the object server opened, before the wait
+        obj = dict(self.objects.get(req.path) or {}) or None
+        if req.method == 'GET':
+            eventlet.sleep(self.delay)
+            if self.fail_next_get:
+                self.fail_next_get = False
+                raise Exception('the backend fell over')
+        return self.respond(req, obj)
+
+    HEAD = GET
+
+
+def merged(prefix, delay=0.05, conf=None):
+    swift = SlowSwift(delay)
+    mass, _, logger = make(prefix, swift, conf=conf, pin='merge')
+    return mass, swift, logger
+
+
+def together(*calls):
+    """Run the calls in green threads started at once; their results."""
+    threads = []
+    for fn in calls:
+        threads.append(eventlet.spawn(fn))
+        eventlet.sleep(0)  # each reaches the backend or a flight in order
+    return [thread.wait() for thread in threads]
+
+
+def get(mass, **kwargs):
+    return lambda: call(mass, **kwargs)
+
+
+def test_identical_concurrent_gets_make_one_backend_request(prefix):
+    mass, swift, logger = merged(prefix)
+    swift.write(PATH, BODY)
+    resps = together(*[get(mass)] * 5)
+    assert [r.body for r in resps] == [BODY] * 5
+    assert [r.status_int for r in resps] == [200] * 5
+    assert len(swift.object_requests('GET')) == 1
+    assert [r.headers.get('X-Mass-Merge') for r in resps] == \
+        [None] + ['merged'] * 4
+    for resp in resps[1:]:
+        assert resp.headers['ETag'] == resps[0].headers['ETag']
+    assert logger.counters.count('merge.merged') == 4
+    assert mass.methods.merge.flights == {}
+    # the leader's answer filled the cache too
+    assert call(mass).headers['X-Mass-Cache'] == 'hit'
+
+
+def test_different_ranges_and_conditions_are_not_merged(prefix):
+    mass, swift, _ = merged(prefix)
+    swift.write(PATH, BODY)
+    resps = together(get(mass, headers={'Range': 'bytes=0-1'}),
+                     get(mass, headers={'Range': 'bytes=2-3'}),
+                     get(mass, headers={'Range': 'bytes=2-3'}),
+                     get(mass, method='HEAD'),
+                     get(mass, headers={'If-None-Match': '"x"'}))
+    assert [r.body for r in resps] == [BODY[:2], BODY[2:4], BODY[2:4], b'',
+                                       BODY]
+    assert len(swift.object_requests()) == 4
+    assert resps[2].headers['X-Mass-Merge'] == 'merged'
+    assert resps[2].status_int == 206
+
+
+def test_a_waiter_is_authorised_before_it_gets_the_body(prefix):
+    mass, swift, logger = merged(prefix)
+    swift.write(PATH, BODY)
+    owner, mallory = together(get(mass), get(mass, user='mallory'))
+    assert owner.body == BODY
+    assert mallory.status_int == 403 and BODY not in mallory.body
+    assert 'merge.denied' in logger.counters
+
+
+def test_a_denied_leader_does_not_answer_the_others(prefix):
+    mass, swift, _ = merged(prefix)
+    swift.write(PATH, BODY)
+    mallory, owner = together(get(mass, user='mallory'), get(mass))
+    assert mallory.status_int == 403
+    assert (owner.status_int, owner.body) == (200, BODY)
+    assert 'X-Mass-Merge' not in owner.headers
+
+
+def test_the_leaders_client_going_away_does_not_cut_the_others_off(prefix):
+    mass, swift, _ = merged(prefix)
+    swift.write(PATH, BODY)
+
+    def leader_hangs_up():
+        req = Request.blank(PATH, environ={
+            'swift.authorize': authorize_as('owner')})
+        _status, _headers, body_iter = req.call_application(mass)
+        close_if_possible(body_iter)  # nothing read
+    _, follower = together(leader_hangs_up, get(mass))
+    assert (follower.body, follower.headers['X-Mass-Merge']) == (
+        BODY, 'merged')
+    assert len(swift.object_requests('GET')) == 1
+
+
+def test_a_read_after_an_acknowledged_write_does_not_join_an_older_one(
+        prefix):
+    mass, swift, _ = merged(prefix, delay=0.2)
+    other, _, _ = make(prefix, swift, pin='merge')
+    put(mass, b'old')
+
+    def write_then_read():
+        eventlet.sleep(0.05)  # the leader is at the backend
+        put(other, b'new', headers={'Content-Length': '3'})
+        return call(mass)
+    leader, reader = together(get(mass), write_then_read)
+    assert leader.body == b'old'
+    assert reader.body == b'new' and 'X-Mass-Merge' not in reader.headers
+
+
+def test_waiters_go_alone_when_the_leader_is_slow(prefix):
+    mass, swift, logger = merged(prefix, delay=0.3,
+                                 conf={'merge_wait_seconds': '0.05'})
+    swift.write(PATH, BODY)
+    resps = together(get(mass), get(mass))
+    assert [r.body for r in resps] == [BODY, BODY]
+    assert len(swift.object_requests('GET')) == 2
+    assert 'merge.alone' in logger.counters
+
+
+def test_a_failing_leader_releases_its_waiters(prefix):
+    mass, swift, _ = merged(prefix)
+    swift.write(PATH, BODY)
+    swift.fail_next_get = True
+
+    def leader():
+        with pytest.raises(Exception):
+            call(mass)
+    _, follower = together(leader, get(mass))
+    assert follower.body == BODY and 'X-Mass-Merge' not in follower.headers
+    assert mass.methods.merge.flights == {}
+
+
+def test_big_answers_are_not_shared(prefix):
+    mass, swift, _ = merged(prefix, conf={'cache_max_object_size': '10'})
+    swift.write(PATH, BODY)
+    resps = together(get(mass), get(mass))
+    assert [r.body for r in resps] == [BODY, BODY]
+    assert len(swift.object_requests('GET')) == 2
+
+
+def test_nothing_is_merged_without_generations(prefix):
+    swift = SlowSwift()
+    mass, _, _ = make(prefix, swift, store_url=DOWN_REDIS_URL,
+                      pin='merge', conf={'cache_backend': 'local'})
+    swift.write(PATH, BODY)
+    resps = together(get(mass), get(mass))
+    assert [r.body for r in resps] == [BODY, BODY]
+    assert len(swift.object_requests('GET')) == 2
+
+
+# -- write-through --------------------------------------------------------
+
+def test_a_small_put_is_written_through(prefix):
+    mass, swift, logger = merged(prefix, delay=0)
+    put(mass, headers={'X-Object-Meta-Color': 'red',
+                       'Content-Type': 'text/plain'})
+    assert 'merge.written_through' in logger.counters
+    (method, _, source, headers), = swift.object_requests('HEAD')
+    assert source == 'MASS'
+    resp = call(mass)
+    assert resp.headers['X-Mass-Cache'] == 'hit'
+    assert not swift.object_requests('GET')
+    direct = call(swift)
+    assert resp.body == direct.body == BODY
+    assert {k: v for k, v in resp.headers.items() if k != 'X-Mass-Cache'} \
+        == dict(direct.headers.items())
+
+
+def test_no_write_through_for_big_failed_or_overtaken_puts(prefix):
+    mass, swift, logger = merged(prefix, delay=0,
+                                 conf={'cache_max_object_size': '50'})
+    other, _, _ = make(prefix, swift, pin='merge')
+    put(mass, b'x' * 51)
+    assert call(mass, method='PUT', body=b'x', user='mallory',
+                headers={'X-Auth-Token': 'bad'}).status_int == 403
+    # a write by another proxy lands between the PUT and its HEAD
+    real_head = swift.HEAD
+
+    def overtaken(req):
+        swift.HEAD = real_head
+        put(other, b'y' * 5)
+        return real_head(req)
+    swift.HEAD = overtaken
+    put(mass, b'z' * 5)
+    assert 'merge.written_through' not in logger.counters
+    # the other proxy's own write-through may serve it: the newer body
+    assert call(mass).body == b'y' * 5
+
+
+def test_writes_through_checks_only_puts():
+    merge = MergeMethod(cache=type('C', (), {'settings': type(
+        'S', (), {'max_object_size': 100})})(), logger=None)
+    assert merge.writes_through({'REQUEST_METHOD': 'PUT',
+                                 'CONTENT_LENGTH': '100'})
+    assert not merge.writes_through({'REQUEST_METHOD': 'PUT',
+                                     'CONTENT_LENGTH': '101'})
+    assert not merge.writes_through({'REQUEST_METHOD': 'PUT'})  # chunked
+    assert not merge.writes_through({'REQUEST_METHOD': 'POST',
+                                     'CONTENT_LENGTH': '1'})
+    assert not merge.writes_through({
+        'REQUEST_METHOD': 'PUT', 'CONTENT_LENGTH': '1',
+        'QUERY_STRING': 'multipart-manifest=put'})

@@ -1,0 +1,111 @@
+"""Which storage policy a tenant's container PUT gets
+(swift_mass.proxy.routing)."""
+import pytest
+
+from swift.common.swob import HeaderEnvironProxy, HeaderKeyDict
+
+from swift_mass.proxy import routing
+
+WRITER = {'class': 'write', 'ring': 'bulk', 'method': 'batch'}
+MIXED = {'class': 'mixed', 'ring': '', 'method': 'merge'}
+
+
+class Lookup(object):
+    """container_exists, counting how often Mass had to ask."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.calls = 0
+
+    def __call__(self):
+        self.calls += 1
+        return self.answer
+
+
+R = routing
+CASES = [
+    # method, path, headers, entry, exists -> policy, reason, looked up
+    ('PUT', '/v1/AUTH_t/c', {}, WRITER, False, 'bulk', R.ROUTED, True),
+    ('PUT', '/v1/AUTH_t/c/', {}, WRITER, False, 'bulk', R.ROUTED, True),
+    ('PUT', '/v1/AUTH_t/c', {'x-storage-policy': ''}, WRITER, False,
+     'bulk', R.ROUTED, True),
+    ('PUT', '/v1/AUTH_t/c', {}, WRITER, True, None, R.EXISTS, True),
+    ('PUT', '/v1/AUTH_t/c', {}, WRITER, None, None, R.UNKNOWN, True),
+    ('PUT', '/v1/AUTH_t/c', {'X-Storage-Policy': 'standard'}, WRITER,
+     False, None, R.EXPLICIT, False),
+    ('PUT', '/v1/AUTH_t/c', {'x-storage-policy': 'bulk'}, WRITER, False,
+     None, R.EXPLICIT, False),
+    ('PUT', '/v1/AUTH_t/c',
+     {'X-Container-Sysmeta-Versions-Container': '%00versions%00c'},
+     WRITER, False, None, R.VERSIONED, False),
+    ('PUT', '/v1/AUTH_t/c', {}, MIXED, False, None, R.NO_SUBSTORE, False),
+    ('PUT', '/v1/AUTH_t/c', {}, None, False, None, R.NO_SUBSTORE, False),
+    ('PUT', '/v1/AUTH_t/c', {}, {'class': 'read'}, False, None,
+     R.NO_SUBSTORE, False),
+    ('PUT', '/v1/AUTH_t/c/o', {}, WRITER, False, None,
+     R.NOT_CONTAINER_PUT, False),
+    ('PUT', '/v1/AUTH_t/c/o/p', {}, WRITER, False, None,
+     R.NOT_CONTAINER_PUT, False),
+    ('PUT', '/v1/AUTH_t', {}, WRITER, False, None, R.NOT_CONTAINER_PUT,
+     False),
+    ('PUT', '/v1/AUTH_t/', {}, WRITER, False, None, R.NOT_CONTAINER_PUT,
+     False),
+    ('POST', '/v1/AUTH_t/c', {}, WRITER, False, None, R.NOT_CONTAINER_PUT,
+     False),
+    ('HEAD', '/v1/AUTH_t/c', {}, WRITER, False, None,
+     R.NOT_CONTAINER_PUT, False),
+    ('PUT', '/v1/AUTH_t/\x00versions\x00c', {}, WRITER, False, None,
+     R.SYSTEM_NAME, False),
+    ('PUT', '/v1/AUTH_t/.trash', {}, WRITER, False, None, R.SYSTEM_NAME,
+     False),
+    ('PUT', '/v1/.shards_AUTH_t/c', {}, WRITER, False, None, R.SYSTEM_NAME,
+     False),
+    ('PUT', '/v1/\x00acct/c', {}, WRITER, False, None, R.SYSTEM_NAME,
+     False),
+    # a name that merely contains a dot or a reserved byte later on is a
+    # tenant's own
+    ('PUT', '/v1/AUTH_t/photos.2026', {}, WRITER, False, 'bulk', R.ROUTED,
+     True),
+]
+
+
+@pytest.mark.parametrize(
+    'method,path,headers,entry,exists,policy,reason,looked_up', CASES)
+def test_decide(method, path, headers, entry, exists, policy, reason,
+                looked_up):
+    lookup = Lookup(exists)
+    got = routing.decide(method, path, HeaderKeyDict(headers), entry, lookup)
+    assert got == (policy, reason)
+    # the lookup costs a backend HEAD: only when nothing else decided
+    assert lookup.calls == (1 if looked_up else 0)
+
+
+def test_decide_reads_headers_from_a_wsgi_environ():
+    env = {'HTTP_X_STORAGE_POLICY': 'fast'}
+    assert routing.decide('PUT', '/v1/AUTH_t/c', HeaderEnvironProxy(env),
+                          WRITER, Lookup(False)) == (None, R.EXPLICIT)
+    assert routing.decide('PUT', '/v1/AUTH_t/c', HeaderEnvironProxy({}),
+                          WRITER, Lookup(False)) == ('bulk', R.ROUTED)
+
+
+@pytest.mark.parametrize('status,exists', [
+    (200, True), (204, True), (404, False), (410, False), (0, None),
+    (503, None), (507, None), (401, None)])
+def test_existence(status, exists):
+    assert routing.existence(status) is exists
+
+
+@pytest.mark.parametrize('path,names', [
+    ('/v1/a/c', ('a', 'c')),
+    ('/v1/a/c/', ('a', 'c')),
+    ('/v1/a/c/o', None),
+    ('/v1/a/c//', None),   # object '/'
+    ('/v1/a', None),
+    ('/v1/a/', None),
+    ('/v1//c', None),
+    ('v1/a/c', None),
+    ('/', None),
+    ('', None),
+])
+def test_container_of(path, names):
+    assert routing.container_of(path) == names
