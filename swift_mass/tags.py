@@ -1,27 +1,42 @@
-"""The cross-layer request tags Mass puts on a request.
+"""The wire contract of Mass: the names it puts on requests and answers.
 
-The proxy filter ``mass`` is the only writer: it removes whatever a client
-sent under these names and sets its own.  Swift's proxy forwards every
-``X-Backend-*`` request header to the account, container and object servers,
-where ``mass_queue`` reads them.
+The proxy filter ``mass`` is the only writer of the ``X-Backend-Mass-*``
+request tags: it removes whatever a client sent under these names and sets
+its own.  Swift's proxy forwards every ``X-Backend-*`` request header to the
+account, container and object servers, where ``mass_queue`` reads them.
+Every name is spelled here once, with its WSGI environ key beside it; both
+filters and ``swift-mass`` use these, and nothing in this module imports
+Swift or eventlet (``swift-mass`` imports it on operators' machines).
 
 Priorities are integers from PRIORITY_MIN (background) to PRIORITY_MAX (most
 urgent); a larger number is served first.
 """
 from swift_mass.control.classify import CLASSES  # noqa: F401 (class tags)
 
+
+def environ_key(header):
+    """The WSGI environ key of a request header.  Hand-written because
+    swob.header_to_environ_key imports eventlet with swift.common.utils;
+    the names here are ASCII, so its byte dance is not needed."""
+    return 'HTTP_' + header.upper().replace('-', '_')
+
+
+# Request tags, set by ``mass`` on every request of a tenant.
 TENANT_HEADER = 'X-Backend-Mass-Tenant'
+TENANT_ENV = environ_key(TENANT_HEADER)
 PRIORITY_HEADER = 'X-Backend-Mass-Priority'
+PRIORITY_ENV = environ_key(PRIORITY_HEADER)
+# Once the control loop has classified the tenant.
 CLASS_HEADER = 'X-Backend-Mass-Class'
-# Only on requests of tenants an operator marked urgent
-# (swift_mass.proxy.urgent)
+CLASS_ENV = environ_key(CLASS_HEADER)
+# Only on requests of tenants an operator marked urgent.
 URGENT_HEADER = 'X-Backend-Mass-Urgent'
-URGENT_ENV = 'HTTP_X_BACKEND_MASS_URGENT'
+URGENT_ENV = environ_key(URGENT_HEADER)
 URGENT = 'true'
 # Only on requests of tenants whose policy's method is batch: their PUTs
 # may use mass_queue's batch slots.
 BATCH_HEADER = 'X-Backend-Mass-Batch'
-BATCH_ENV = 'HTTP_X_BACKEND_MASS_BATCH'
+BATCH_ENV = environ_key(BATCH_HEADER)
 BATCH = 'true'
 
 # WSGI environ keys for the same facts, for middlewares further right.
@@ -29,6 +44,10 @@ ENV_TENANT = 'mass.tenant'
 ENV_PRIORITY = 'mass.priority'
 ENV_POLICY = 'mass.policy'
 ENV_CLASS = 'mass.class'
+
+# The object servers' queue state, answered by mass_queue, read by
+# ``swift-mass queue``.
+QUEUE_ADMIN_PATH = '/mass_queue'
 
 PRIORITY_MIN = 0
 PRIORITY_MAX = 9
