@@ -11,6 +11,7 @@ import redis
 import requests
 
 from tests.functional.conftest import PROXY, PROXY_CONF, Tenant
+from tests.functional.waiting import until
 
 
 @pytest.fixture(scope='module')
@@ -67,12 +68,15 @@ def test_writer_is_classified_and_its_requests_tagged(func, bucket, store,
     assert 'read share 0.' in entry['reason']
     # the leader has published it; every proxy worker loads it within one
     # interval (1 s on the SAIO)
-    time.sleep(2.5)
-    statsd.metrics(wait=0.5)
-    writes(func, bucket, 3)
-    seen = [m for m in statsd.metrics() if m.startswith('mass_queue.class.')]
-    # every replica of every PUT carried the class to its object server
-    assert len(seen) >= 9 and set(seen) == {'mass_queue.class.write'}
+
+    def every_put_tagged():
+        statsd.metrics(wait=0.5)
+        writes(func, bucket, 3)
+        seen = [m for m in statsd.metrics()
+                if m.startswith('mass_queue.class.')]
+        # every replica of every PUT carried the class to its object server
+        return len(seen) >= 9 and set(seen) == {'mass_queue.class.write'}
+    until(every_put_tagged, 15, 'every PUT tagged class write')
     shown = json.loads(swift_mass('explain', func.account))
     assert shown['policy']['class'] == 'write'
     assert shown['figures']['writes'] >= 40
@@ -90,9 +94,15 @@ def test_pin_is_never_overridden(func, bucket, store):
         wait_for(store, func.account,
                  lambda e: e['pinned'] and e['class'] == 'mixed')
         writes(func, bucket, 60)
-        time.sleep(3)
-        entry = store.get_table()[1][func.account]
-        assert entry['pinned'] and entry['class'] == 'mixed'
+        # the leader has seen the writes: its figures count them
+        until(lambda: json.loads(swift_mass('explain', func.account))[
+            'figures']['writes'] >= 60, 15, 'the writes counted')
+        # and through the leader's next ticks (interval 1 s) it stays
+        end = time.time() + 3
+        while time.time() < end:
+            entry = store.get_table()[1][func.account]
+            assert entry['pinned'] and entry['class'] == 'mixed'
+            time.sleep(0.2)
     finally:
         swift_mass('unpin', func.account)
     # unpinned, the tenant is the classifier's again

@@ -1,11 +1,15 @@
 """Mass in a real SAIO pipeline: requests work, tags cannot be forged."""
 import hashlib
+import json
+import subprocess
+import sys
 import uuid
 
 import pytest
 import requests
 
-from tests.functional.conftest import PROXY
+from tests.functional.conftest import PROXY, ROOT
+from tests.functional.ungated import pipeline_without_gatekeeper, request
 OBJECT_SERVERS = ['http://127.0.0.%d:62%d0' % (n, n) for n in (1, 2, 3, 4)]
 
 
@@ -74,20 +78,50 @@ def priorities_seen(metrics):
                   if m.startswith('mass_queue.priority.'))
 
 
-@pytest.mark.parametrize('header', [
-    'X-Backend-Mass-Priority', 'X-Mass-Priority'])
-def test_client_cannot_raise_its_priority(tenant, container, statsd, header):
+@pytest.fixture(scope='module')
+def ungated(cluster):
+    return pipeline_without_gatekeeper()
+
+
+def classes_seen(metrics):
+    return set(m.rsplit('.', 1)[1] for m in metrics
+               if m.startswith('mass_queue.class.'))
+
+
+def test_client_cannot_raise_its_priority(tenant, container, statsd,
+                                          ungated):
+    # Through the SAIO's proxy gatekeeper would strip the header before
+    # Mass sees it; without gatekeeper only Mass stands in the way.
     statsd.metrics(wait=0.5)  # drain
     path = '/%s/forged' % container
-    assert tenant.request('PUT', path, data=b'x' * 100,
-                          headers={header: '9'}).status_code == 201
-    assert tenant.request('GET', path, headers={header: '9'}).content == \
-        b'x' * 100
+    forged = {'X-Backend-Mass-Priority': '9'}
+    assert request(ungated, tenant, 'PUT', path, forged,
+                   b'x' * 100).status_int == 201
+    assert request(ungated, tenant, 'GET', path, forged).body == b'x' * 100
     seen = priorities_seen(statsd.metrics())
     # a PUT to every replica (2 or 3: the tenant's substore may be a
     # 2-replica policy) and a GET: at least 3 object-server requests
     assert len(seen) >= 3
     assert set(seen) == {'5'}
+
+
+def test_client_cannot_choose_its_class(tenant, container, statsd, ungated):
+    # Mass tags a class only once the control loop has classified the
+    # tenant, so a forged class would pass on unless Mass strips it.
+    table = json.loads(subprocess.run(
+        [sys.executable, '-m', 'swift_mass.cli', '--json', 'tenants'],
+        check=True, stdout=subprocess.PIPE, cwd=ROOT).stdout)
+    real = next((row['class'] for row in table
+                 if row['tenant'] == tenant.account), None)
+    forged_class = 'write' if real == 'read' else 'read'
+    statsd.metrics(wait=0.5)  # drain
+    path = '/%s/forged-class' % container
+    resp = request(ungated, tenant, 'PUT', path,
+                   {'X-Backend-Mass-Class': forged_class}, b'x')
+    assert resp.status_int == 201
+    seen = statsd.metrics()
+    assert priorities_seen(seen), 'no object server request was counted'
+    assert forged_class not in classes_seen(seen)
 
 
 def test_object_server_honours_backend_priority(statsd, cluster):

@@ -19,6 +19,7 @@ import requests
 from swift.common.storage_policy import POLICIES
 
 from tests.functional.conftest import Tenant
+from tests.functional.waiting import until
 
 SWIFT_DIR = '/etc/swift'
 OBJECT_SERVERS = [('127.0.0.%d' % n, 6200 + 10 * n) for n in (1, 2, 3, 4)]
@@ -144,14 +145,13 @@ def test_noisy_writer_and_urgent_reader(object_servers):
                    for _ in range(2)]
         for client in writers + readers:
             client.start()
-        time.sleep(4)
         # the urgent tenant's devices keep slots for it while it reads
-        modes = set((queue['mode'], queue['reserved_slots'])
-                    for ip, port in OBJECT_SERVERS
-                    for queue in queue_state(ip, port)['devices'].values())
-        assert any(mode == 'isolated' and reserved > 0
-                   for mode, reserved in modes)
-        time.sleep(4)
+        until(lambda: any(
+            queue['mode'] == 'isolated' and queue['reserved_slots'] > 0
+            for ip, port in OBJECT_SERVERS
+            for queue in queue_state(ip, port)['devices'].values()),
+            15, 'a device keeps slots for the urgent tenant')
+        time.sleep(4)  # the load runs on for a while: not a wait
         for client in writers + readers:
             client.stopping.set()
         for client in writers + readers:

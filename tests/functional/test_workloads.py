@@ -15,6 +15,7 @@ import redis
 import requests
 
 from tests.functional.conftest import PROXY, SAIO, StatsdListener, Tenant
+from tests.functional.waiting import until
 CLASSIFY_WITHIN = 30  # s: window 20 s + a few intervals (tools/saio.d)
 
 WORKLOADS = {        # read share, object size: the slides' A, B, C
@@ -142,6 +143,7 @@ def test_slides_workloads_are_classified_and_followed(admin, store):
 
         # a graceful reload keeps every class
         before = classes(store, accounts.values())
+        old_leader = store.lease_holder()
         subprocess.run(['swift-init', 'proxy-server', 'reload'], check=True,
                        stdout=subprocess.DEVNULL)
         deadline = time.time() + 30
@@ -153,7 +155,9 @@ def test_slides_workloads_are_classified_and_followed(admin, store):
                 pass
             assert time.time() < deadline
             time.sleep(0.2)
-        time.sleep(3)  # a few intervals of the new workers
+        # the new workers run the control loop: one of them leads
+        until(lambda: store.lease_holder() not in (None, old_leader), 30,
+              'a worker of the reloaded proxy leads')
         assert classes(store, accounts.values()) == before
     finally:
         for load in loads.values():
