@@ -6,6 +6,9 @@ tenant's policy when that method acts on the request, or, for an object
 write of any tenant, the cache's write guard, which keeps every proxy's
 cached bodies from going stale (for a ``merge`` tenant's small PUT, the
 guard with write-through).
+
+The methods read their options from the filter's parsed configuration
+(``mass_conf.cache``, ``mass_conf.merge``); they parse none themselves.
 """
 import functools
 
@@ -15,9 +18,9 @@ from swift_mass.proxy.methods.merge import MergeMethod
 
 class Methods(object):
 
-    def __init__(self, app, conf, logger, store):
-        self.cache = CacheMethod.from_conf(app, conf, logger, store)
-        self.merge = MergeMethod.from_conf(self.cache, conf, logger)
+    def __init__(self, app, mass_conf, logger, store):
+        self.cache = CacheMethod.from_conf(app, mass_conf, logger, store)
+        self.merge = MergeMethod.from_conf(self.cache, mass_conf, logger)
         self.by_name = {self.cache.name: self.cache,
                         self.merge.name: self.merge}
 

@@ -16,8 +16,8 @@ from swift_mass.proxy.methods import base, cache
 from swift_mass.proxy.methods.bodies import Entry, LocalBodies
 from swift_mass.proxy.methods.generation import Generations
 from swift_mass.control.store import LocalStore
-from tests.unit.proxy.methods.fakes import BODY, DOWN_REDIS_URL, PATH, Swift, \
-    authorize_as, call, make, put
+from tests.unit.proxy.methods.fakes import BODY, DOWN_REDIS_URL, PATH, \
+    MassConf, Swift, authorize_as, call, make, put
 from tests.unit.helpers import REDIS_URL, Clock, Logger
 
 
@@ -604,16 +604,18 @@ def test_generations_unreachable_reads_cost_one_timeout():
     ({'cache_ttl': '600', 'cache_generation_ttl': '60'},
      'cache_generation_ttl'),
     ({'cache_ttl_only': 'sometimes'}, 'cache_ttl_only'),
+    ({'merge_wait_seconds': '-1'}, 'merge_wait_seconds'),
 ])
 def test_bad_options_stop_the_proxy_naming_them(conf, option):
     with pytest.raises(ConfigError) as err:
-        cache.CacheSettings(conf)
+        MassConf(conf)
     assert option in str(err.value) and 'allowed' in str(err.value)
 
 
 def test_redis_backend_without_redis_falls_back_to_local():
     logger = Logger()
-    method = cache.CacheMethod.from_conf(Swift(), {}, logger, LocalStore())
+    method = cache.CacheMethod.from_conf(Swift(), MassConf({}), logger,
+                                         LocalStore())
     assert method.bodies.name == 'local' and method.generations is None
     assert any('cache_backend = redis' in line for _, line in logger.lines)
 
@@ -643,12 +645,12 @@ def test_concurrent_reads_of_a_rewritten_uncacheable_object(prefix):
     call(mass)
     method = mass.methods.cache
     key = next(iter(method._uncacheable))
-    real = method._validity
+    real = method.validity
 
     def slow_validity(k):
         eventlet.sleep(0)  # both readers wait here, as for Redis
         return real(k)
-    method._validity = slow_validity
+    method.validity = slow_validity
     method._uncacheable[key] = 'a generation from before a write'
     readers = [eventlet.spawn(call, mass) for _ in range(2)]
     assert [r.wait().status_int for r in readers] == [200, 200]
