@@ -5,28 +5,37 @@ answers it: the app right of Mass (most requests), the method of the
 tenant's policy when that method acts on the request, or, for an object
 write of any tenant, the cache's write guard, which keeps every proxy's
 cached bodies from going stale (for a ``merge`` tenant's small PUT, the
-guard with write-through).
+guard with write-through).  Before that, the method of the tenant's policy
+tags the request (:meth:`base.Method.tag`: ``batch``'s tag).
+
+The methods read their options from the filter's parsed configuration
+(``mass_conf.cache``, ``mass_conf.merge``); they parse none themselves.
 """
 import functools
 
+from swift_mass.proxy.methods.batch import BatchMethod
 from swift_mass.proxy.methods.cache import CacheMethod
 from swift_mass.proxy.methods.merge import MergeMethod
 
 
 class Methods(object):
 
-    def __init__(self, app, conf, logger, store):
-        self.cache = CacheMethod.from_conf(app, conf, logger, store)
-        self.merge = MergeMethod.from_conf(self.cache, conf, logger)
-        self.by_name = {self.cache.name: self.cache,
-                        self.merge.name: self.merge}
+    def __init__(self, app, mass_conf, logger, store):
+        self.cache = CacheMethod.from_conf(app, mass_conf, logger, store)
+        self.merge = MergeMethod.from_conf(self.cache, mass_conf, logger)
+        self.batch = BatchMethod()
+        self.by_name = {method.name: method
+                        for method in (self.cache, self.merge, self.batch)}
 
     def app_for(self, env, entry, app):
         """The WSGI app that answers the request; ``entry`` is the
-        tenant's policy entry or None, ``app`` the one Mass would call."""
+        tenant's policy entry or None, ``app`` the one Mass would call.
+        The method of the policy tags the request first."""
         method = None
         if entry is not None:
             method = self.by_name.get(entry.get('method'))
+        if method is not None:
+            method.tag(env)
         keys = self.cache.write_keys(env)
         if keys:
             if method is self.merge and self.merge.writes_through(env):

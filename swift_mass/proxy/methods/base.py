@@ -1,10 +1,19 @@
 """What every Mass method (cache, batch, merge) offers the proxy filter.
 
-A method is asked two things about each request of a tenant whose policy
-names it: whether it acts on the request (:meth:`Method.decide`, cheap, no
-I/O) and, if so, to answer it (:meth:`Method.wrap`), calling the app right
-of Mass when it needs the backend.  A request the method does not act on
-goes to the app exactly as it came.
+Each request of a tenant whose policy names a method meets it in three
+steps, all in :meth:`swift_mass.proxy.methods.Methods.app_for`:
+
+1. :meth:`Method.tag`: always, first, whatever the request: the method
+   marks the request for the servers further on (``batch`` asks
+   ``mass_queue`` for its batch slots this way); most methods tag nothing.
+2. :meth:`Method.decide`: whether the method acts on the request (cheap,
+   no I/O).
+3. :meth:`Method.wrap`, if it does: the method answers the request,
+   calling the app right of Mass when it needs the backend.
+
+A request the method does not act on goes to the app as it came (tags
+aside).  Object writes of every tenant go through the cache's write guard
+instead of 2 and 3 (see :mod:`swift_mass.proxy.methods`).
 """
 import hashlib
 
@@ -49,6 +58,10 @@ def object_key(account, container, obj):
 class Method(object):
     """One method of the policy table (entry['method'])."""
     name = None
+
+    def tag(self, env):
+        """Mark a request of a tenant whose policy names this method;
+        called for every such request, before anything else here."""
 
     def decide(self, env):
         """Whether this method acts on the request; no I/O."""

@@ -8,9 +8,10 @@ Redis count the bytes themselves; memcache's budget is memcached's own
 memory limit (``-m``), which it enforces with its own LRU.  Errors of a
 shared backend propagate; the cache treats them as misses.
 """
-import collections
 import json
 import time
+
+import cachetools
 
 # memcached refuses items over its item size limit (1 MiB by default); an
 # entry is its body plus headers, so keep well under it.
@@ -77,38 +78,27 @@ class LocalBodies(Bodies):
     def __init__(self, budget, ttl, clock=time.time):
         self.budget = int(budget)
         self.ttl = float(ttl)
-        self.clock = clock
-        self.used = 0
-        self._entries = collections.OrderedDict()  # key -> (entry, expires)
+        self._entries = cachetools.TTLCache(
+            self.budget, self.ttl, timer=clock,
+            getsizeof=lambda entry: entry.size)
 
     def __len__(self):
         return len(self._entries)
 
+    @property
+    def used(self):
+        """The bytes of the entries held."""
+        return self._entries.currsize
+
     def get(self, key):
-        found = self._entries.get(key)
-        if found is None:
-            return None
-        entry, expires = found
-        if expires <= self.clock():
-            self.delete(key)
-            return None
-        self._entries.move_to_end(key)
-        return entry
+        return self._entries.get(key)
 
     def put(self, key, entry):
-        if not self.fits(entry.size):
-            return
-        self.delete(key)
-        self._entries[key] = (entry, self.clock() + self.ttl)
-        self.used += entry.size
-        while self.used > self.budget:
-            _key, (victim, _expires) = self._entries.popitem(last=False)
-            self.used -= victim.size
+        if self.fits(entry.size):
+            self._entries[key] = entry
 
     def delete(self, key):
-        found = self._entries.pop(key, None)
-        if found is not None:
-            self.used -= found[0].size
+        self._entries.pop(key, None)
 
     def fits(self, size):
         return size <= self.budget

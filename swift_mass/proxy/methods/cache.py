@@ -40,9 +40,9 @@ Responses to requests the cache considered carry ``X-Mass-Cache: hit`` or
 ``miss``; statsd counters ``cache.hit``, ``cache.miss``, ``cache.stored``,
 ``cache.stale``, ``cache.denied``, ``cache.validated``.
 """
-import collections
 import time
 
+import cachetools
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -54,14 +54,13 @@ from swift.common.utils import Timestamp, list_from_csv
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
-from swift_mass.conf import ConfigError, bool_option, choice_option, int_option
 from swift_mass.proxy.methods import base
 from swift_mass.proxy.methods.bodies import Entry, LocalBodies, \
     MemcacheBodies, RedisBodies
 from swift_mass.proxy.methods.generation import Generations
 from swift_mass.control.store import RedisStore
 
-SECTION = 'filter:mass'
+# The values of cache_backend: where from_conf keeps bodies.
 BACKENDS = ('redis', 'memcache', 'local')
 CACHE_HEADER = 'X-Mass-Cache'
 WRITES = ('PUT', 'POST', 'DELETE', 'COPY')
@@ -105,31 +104,6 @@ def cacheable_headers(headers):
         if lower not in _NOT_STORED:
             kept.append((name, value))
     return kept
-
-
-class CacheSettings(object):
-    """The ``cache_*`` options of ``[filter:mass]``, checked at start-up."""
-
-    def __init__(self, conf):
-        self.backend = choice_option(conf, SECTION, 'cache_backend',
-                                     'redis', BACKENDS)
-        self.max_object_size = int_option(
-            conf, SECTION, 'cache_max_object_size', 1024 * 1024, 1)
-        self.budget = int_option(conf, SECTION, 'cache_budget_bytes',
-                                 64 * 1024 * 1024, 1)
-        if self.budget < self.max_object_size:
-            raise ConfigError(
-                '[%s] cache_budget_bytes = %d is not valid; allowed: at '
-                'least cache_max_object_size (%d)' % (
-                    SECTION, self.budget, self.max_object_size))
-        self.ttl = int_option(conf, SECTION, 'cache_ttl', 300, 1)
-        self.generation_ttl = int_option(
-            conf, SECTION, 'cache_generation_ttl', 86400, self.ttl)
-        self.ttl_only = bool_option(conf, SECTION, 'cache_ttl_only', False)
-        self.redis_timeout = int_option(
-            conf, SECTION, 'cache_redis_timeout_ms', 250, 1) / 1000.0
-        self.bump_timeout = int_option(
-            conf, SECTION, 'cache_bump_timeout_ms', 1000, 1) / 1000.0
 
 
 def redis_of(store):
@@ -202,13 +176,14 @@ class CacheMethod(base.Method):
         # key -> the generation under which it was found uncacheable;
         # forgetting one only costs a lookup, so worker-local and bounded
         # is enough
-        self._uncacheable = collections.OrderedDict()
+        self._uncacheable = cachetools.LRUCache(UNCACHEABLE_MEMO)
 
     @classmethod
-    def from_conf(cls, app, conf, logger, store):
-        """The cache ``[filter:mass]`` asks for; generations and Redis
-        bodies use the Redis of the shared ``store`` chain."""
-        settings = CacheSettings(conf)
+    def from_conf(cls, app, mass_conf, logger, store):
+        """The cache ``[filter:mass]`` asks for (its ``cache_*`` options,
+        parsed: ``mass_conf.cache``); generations and Redis bodies use the
+        Redis of the shared ``store`` chain."""
+        settings = mass_conf.cache
         shared = redis_of(store)
         client = bump_client = None
         if shared is not None:
@@ -253,10 +228,36 @@ class CacheMethod(base.Method):
                 self.bodies.name, name, err))
             return None
 
-    def _validity(self, key):
+    # -- what merge shares -------------------------------------------
+
+    def validity(self, key):
+        """``(validity, write_timestamp)`` of an object now, as
+        :meth:`Generations.read` tells; ``(None, None)`` without
+        generations."""
         if self.generations is None:
             return None, None
         return self.generations.read(key)
+
+    def hit(self, env, key):
+        """The answer to a read from the cached body (a swob Response),
+        or None when the backend must answer: not cached, stale, or a
+        request only Swift's proxy answers right."""
+        entry = self._body_call(env, 'get', key)
+        if entry is None:
+            return None
+        return self._answer(env, key, entry)
+
+    def fill(self, env, key, validity, headers, body):
+        """Cache ``body`` (with ``headers``, as :func:`cacheable_headers`
+        kept them), fetched when the object's validity was ``validity``,
+        unless the object was written since (not asked under
+        ``cache_ttl_only`` when no validity was read); whether it was
+        stored."""
+        if validity is not None or not self.settings.ttl_only:
+            if self.validity(key)[0] != validity:
+                return False
+        self._body_call(env, 'put', key, Entry(validity, headers, body))
+        return True
 
     # -- writes --------------------------------------------------------
 
@@ -329,7 +330,7 @@ class CacheMethod(base.Method):
         key = base.object_key(*base.object_path(env))
         found_under = self._uncacheable.get(key)
         if found_under is not None:
-            if self._validity(key)[0] == found_under:
+            if self.validity(key)[0] == found_under:
                 # Not written since (by any proxy): still uncacheable, and
                 # skipping the cache is always correct: Swift answers.
                 def miss(status, headers, exc_info=None):
@@ -340,14 +341,12 @@ class CacheMethod(base.Method):
             # pop, not del: another green thread may have dropped it while
             # this one waited for the generation
             self._uncacheable.pop(key, None)
-        entry = self._body_call(env, 'get', key)
-        if entry is not None:
-            resp = self._hit(env, key, entry)
-            if resp is not None:
-                return resp(env, start_response)
-        return self._fetch(env, start_response, app, key)
+        resp = self.hit(env, key)
+        if resp is not None:
+            return resp(env, start_response)
+        return self.fetch(env, start_response, app, key)
 
-    def _authorize(self, env):
+    def authorize(self, env):
         """What Swift's proxy would answer instead of the object (a
         denial), None if it would read it, or False if it could not tell
         here (no container info): let Swift answer."""
@@ -367,7 +366,7 @@ class CacheMethod(base.Method):
         req.acl = info.get('read_acl')
         return authorize(req)
 
-    def _hit(self, env, key, entry):
+    def _answer(self, env, key, entry):
         ignore_range_if = env.get(
             'HTTP_X_BACKEND_IGNORE_RANGE_IF_METADATA_PRESENT')
         if ignore_range_if and any(
@@ -375,14 +374,14 @@ class CacheMethod(base.Method):
                 for name in list_from_csv(ignore_range_if)):
             # the object server would answer differently: let it
             return None
-        denial = self._authorize(env)
+        denial = self.authorize(env)
         if denial is False:
             return None
         if denial is not None:
             self.logger.increment('cache.denied')
             return denial
         if not self.settings.ttl_only:
-            validity, _written = self._validity(key)
+            validity, _written = self.validity(key)
             if validity is not None:
                 if entry.validity != validity:
                     self.logger.increment('cache.stale')
@@ -435,12 +434,14 @@ class CacheMethod(base.Method):
         return env['REQUEST_METHOD'] == 'GET' and \
             not any(name in env for name in _CONDITIONS)
 
-    def _fetch(self, env, start_response, app, key):
+    def fetch(self, env, start_response, app, key):
+        """Send a read to ``app`` as a miss, and cache the answer on its
+        way to the client if it is a plain GET's whole, cacheable 200."""
         self.logger.increment('cache.miss')
         storing = self._plain_get(env)
         validity = written = None
         if storing and not self.settings.ttl_only:
-            validity, written = self._validity(key)
+            validity, written = self.validity(key)
         ctx = WSGIContext(app)
         app_iter = ctx._app_call(env)
         headers = [(k, v) for k, v in ctx._response_headers
@@ -455,9 +456,6 @@ class CacheMethod(base.Method):
                 length > self.settings.max_object_size:
             if validity is not None:
                 self._uncacheable[key] = validity
-                self._uncacheable.move_to_end(key)
-                if len(self._uncacheable) > UNCACHEABLE_MEMO:
-                    self._uncacheable.popitem(last=False)
             return app_iter
         entry_headers = dict((k.lower(), v) for k, v in kept)
         timestamp = entry_headers.get('x-backend-timestamp')
@@ -468,11 +466,8 @@ class CacheMethod(base.Method):
             return app_iter
 
         def store(body):
-            if not self.settings.ttl_only and \
-                    self._validity(key)[0] != validity:
-                return  # written to while it was fetched
-            self._body_call(env, 'put', key, Entry(validity, kept, body))
-            self.logger.increment('cache.stored')
+            if self.fill(env, key, validity, kept, body):
+                self.logger.increment('cache.stored')
         return Collector(app_iter, length, store)
 
 

@@ -80,6 +80,9 @@ class Generations(object):
         self.retry_after = float(retry_after)
         self.clock = clock
         self._read = client.register_script(self._READ)
+        # A breaker of its own, not control.store.ResilientStore's: it
+        # must let bumps through while it skips reads, and a skipped read
+        # has no store to fall back to (the reader validates by a HEAD).
         self.down_until = 0.0
         self.error = None
         # a bump failed: the epoch must change before a token is trusted

@@ -28,11 +28,8 @@ from eventlet.timeout import Timeout
 from swift.common.swob import Request
 from swift.common.utils import Timestamp, close_if_possible, md5
 
-from swift_mass.conf import float_option
 from swift_mass.proxy.methods import base
-from swift_mass.proxy.methods.bodies import Entry
-from swift_mass.proxy.methods.cache import CACHE_HEADER, SECTION, \
-    cacheable_headers
+from swift_mass.proxy.methods.cache import cacheable_headers
 
 MERGE_HEADER = 'X-Mass-Merge'
 # Answers whose body does not depend on who asked, once authorised.
@@ -109,10 +106,10 @@ class MergeMethod(base.Method):
         self.flights = {}
 
     @classmethod
-    def from_conf(cls, cache, conf, logger):
-        wait = float_option(conf, SECTION, 'merge_wait_seconds', 10.0,
-                            0.0, 300.0)
-        return cls(cache, logger, wait)
+    def from_conf(cls, cache, mass_conf, logger):
+        """The merge ``[filter:mass]`` asks for (its ``merge_*`` options,
+        parsed: ``mass_conf.merge``), on top of ``cache``."""
+        return cls(cache, logger, mass_conf.merge.wait_seconds)
 
     # -- reads ----------------------------------------------------------
 
@@ -128,25 +125,23 @@ class MergeMethod(base.Method):
 
     def wrap(self, env, start_response, app):
         key = base.object_key(*base.object_path(env))
-        entry = self.cache._body_call(env, 'get', key)
-        if entry is not None:
-            resp = self.cache._hit(env, key, entry)
-            if resp is not None:
-                return resp(env, start_response)
-        validity, _written = self.cache._validity(key)
+        resp = self.cache.hit(env, key)
+        if resp is not None:
+            return resp(env, start_response)
+        validity, _written = self.cache.validity(key)
         if validity is None:
-            return self.cache._fetch(env, start_response, app, key)
+            return self.cache.fetch(env, start_response, app, key)
         fkey = self.flight_key(env, key)
         flight = self.flights.get(fkey)
         if flight is not None and flight.validity == validity:
             answer = self._follow(env, start_response, flight)
             if answer is not None:
                 return answer
-            return self.cache._fetch(env, start_response, app, key)
+            return self.cache.fetch(env, start_response, app, key)
         return self._lead(env, start_response, app, key, fkey, validity)
 
     def _follow(self, env, start_response, flight):
-        denial = self.cache._authorize(env)
+        denial = self.cache.authorize(env)
         if denial is False:
             return None
         if denial is not None:
@@ -173,7 +168,7 @@ class MergeMethod(base.Method):
             def capture(status, headers, exc_info=None):
                 seen.update(status=status, headers=headers,
                             exc_info=exc_info)
-            app_iter = self.cache._fetch(env, capture, app, key)
+            app_iter = self.cache.fetch(env, capture, app, key)
             status = int(seen['status'].split(' ', 1)[0])
             length = base.content_length(seen['headers'])
             small = env['REQUEST_METHOD'] == 'HEAD' or (
@@ -231,7 +226,7 @@ class MergeMethod(base.Method):
             written = Timestamp(timestamp).internal
         except (TypeError, ValueError):
             return
-        validity, _ = self.cache._validity(key)
+        validity, _ = self.cache.validity(key)
         if validity is None:
             return
         head_env = {'REQUEST_METHOD': 'HEAD', 'PATH_INFO': env['PATH_INFO'],
@@ -255,9 +250,5 @@ class MergeMethod(base.Method):
         kept = cacheable_headers(resp.headers.items())
         if kept is None:
             return
-        if self.cache._validity(key)[0] != validity:
-            return  # written to again meanwhile
-        self.cache._body_call(env, 'put', key, Entry(validity, [
-            (k, v) for k, v in kept if k.lower() != CACHE_HEADER.lower()],
-            body))
-        self.logger.increment('merge.written_through')
+        if self.cache.fill(env, key, validity, kept, body):
+            self.logger.increment('merge.written_through')

@@ -9,15 +9,15 @@ import pytest
 import redis
 
 from swift.common.swob import Request
-from swift.common.utils import Timestamp
+from swift.common.utils import Timestamp, md5
 
 from swift_mass.conf import ConfigError
 from swift_mass.proxy.methods import base, cache
 from swift_mass.proxy.methods.bodies import Entry, LocalBodies
 from swift_mass.proxy.methods.generation import Generations
 from swift_mass.control.store import LocalStore
-from tests.unit.proxy.methods.fakes import BODY, DOWN_REDIS_URL, PATH, Swift, \
-    authorize_as, call, make, put
+from tests.unit.proxy.methods.fakes import BODY, DOWN_REDIS_URL, PATH, \
+    MassConf, Swift, authorize_as, call, make, put
 from tests.unit.helpers import REDIS_URL, Clock, Logger
 
 
@@ -270,6 +270,96 @@ def test_bumps_do_not_skip_redis_when_reads_do(prefix):
     assert gens.read(key)[0] != before
 
 
+# -- what merge uses: the public reads and fills ----------------------
+
+
+def read_env(user='owner'):
+    return Request.blank(PATH, environ={
+        'swift.authorize': authorize_as(user)}).environ
+
+
+def test_validity_changes_with_every_write_and_is_unknown_without(prefix):
+    mass, swift, _ = make(prefix)
+    method = mass.methods.cache
+    key = base.object_key('AUTH_t', 'c', 'o')
+    before, _ = method.validity(key)
+    assert before is not None and method.validity(key)[0] == before
+    put(mass)
+    after, written = method.validity(key)
+    assert after != before
+    assert written == Timestamp(swift.objects[PATH]['ts'])
+    local = cache.CacheMethod.from_conf(Swift(), MassConf({}), Logger(),
+                                        LocalStore())
+    assert local.validity(key) == (None, None)
+
+
+def test_fill_stores_only_what_no_write_overtook(prefix):
+    mass, swift, _ = make(prefix)
+    method = mass.methods.cache
+    key = base.object_key('AUTH_t', 'c', 'o')
+    put(mass, b'old')
+    validity, _ = method.validity(key)
+    put(mass, b'new')  # lands while b'old' was on its way
+    assert method.fill(read_env(), key, validity, [], b'old') is False
+    assert method.hit(read_env(), key) is None
+    headers = list(swift.headers_of(swift.objects[PATH]).items())
+    headers.append(('ETag', md5(b'new', usedforsecurity=False).hexdigest()))
+    assert method.fill(read_env(), key, method.validity(key)[0], headers,
+                       b'new') is True
+    resp = method.hit(read_env(), key)
+    assert (resp.body, resp.headers['X-Mass-Cache']) == (b'new', 'hit')
+
+
+def test_fill_under_ttl_only_reads_no_generation(prefix):
+    mass, _, _ = make(prefix, conf={'cache_ttl_only': 'true',
+                                    'cache_backend': 'local'})
+    method = mass.methods.cache
+
+    def forbidden(key):
+        raise AssertionError('ttl_only read a generation')
+    method.generations.read = forbidden
+    key = base.object_key('AUTH_t', 'c', 'o')
+    assert method.fill(read_env(), key, None, [], BODY) is True
+    assert method.hit(read_env(), key).body == BODY
+
+
+def test_hit_is_authorised_and_none_when_not_cached(prefix):
+    mass, swift, logger = make(prefix)
+    method = mass.methods.cache
+    key = base.object_key('AUTH_t', 'c', 'o')
+    put(mass)
+    assert method.hit(read_env(), key) is None
+    cached(mass, swift)
+    assert method.hit(read_env(), key).body == BODY
+    denial = method.hit(read_env('mallory'), key)
+    assert denial.status_int == 403 and BODY not in denial.body
+    assert 'cache.denied' in logger.counters
+
+
+def test_authorize_asks_as_swifts_object_controller(prefix):
+    swift = Swift()
+    mass, _, _ = make(prefix, swift)
+    method = mass.methods.cache
+    swift.read_acl['/v1/AUTH_t/c'] = 'alice'
+    assert method.authorize(read_env()) is None
+    assert method.authorize(read_env('alice')) is None
+    assert method.authorize(read_env('bob')).status_int == 403
+
+
+def test_fetch_answers_a_miss_and_fills_the_cache(prefix):
+    mass, swift, logger = make(prefix)
+    method = mass.methods.cache
+    key = base.object_key('AUTH_t', 'c', 'o')
+    swift.write(PATH, BODY)
+    req = Request.blank(PATH, environ={'swift.authorize':
+                                       authorize_as('owner')})
+    resp = req.get_response(
+        lambda env, start: method.fetch(env, start, swift, key))
+    assert (resp.body, resp.headers['X-Mass-Cache']) == (BODY, 'miss')
+    assert 'cache.stored' in logger.counters
+    assert method.hit(read_env(), key).body == BODY
+
+
 # -- without generations: backend validation --------------------------
 
 
@@ -512,6 +602,28 @@ def test_local_lru_keeps_to_its_budget_and_evicts_the_least_used():
     assert bodies.get('a') is None
 
 
+def test_local_lru_counts_a_replaced_entry_once():
+    bodies = LocalBodies(budget=entry(100).size * 3, ttl=60, clock=Clock())
+    bodies.put('a', entry(100))
+    bodies.put('a', entry(50))
+    assert bodies.used == entry(50).size and len(bodies) == 1
+    bodies.delete('a')
+    assert bodies.used == 0 and bodies.get('a') is None
+
+
+def test_the_uncacheable_memo_is_bounded(prefix, monkeypatch):
+    monkeypatch.setattr(cache, 'UNCACHEABLE_MEMO', 2)
+    swift = Swift()
+    mass, _, _ = make(prefix, swift)
+    for name in 'abc':
+        path = '/v1/AUTH_t/c/' + name
+        swift.write(path, BODY, {'X-Object-Manifest': 'c/seg_'})
+        call(mass, path)
+    memo = mass.methods.cache._uncacheable
+    assert list(memo) == [base.object_key('AUTH_t', 'c', name)
+                          for name in 'bc']
+
+
 def test_redis_bodies_keep_to_their_budget(prefix, redis_db15):
     swift = Swift()
     budget = 4 * (len(BODY) + 400)
@@ -604,16 +716,18 @@ def test_generations_unreachable_reads_cost_one_timeout():
     ({'cache_ttl': '600', 'cache_generation_ttl': '60'},
      'cache_generation_ttl'),
     ({'cache_ttl_only': 'sometimes'}, 'cache_ttl_only'),
+    ({'merge_wait_seconds': '-1'}, 'merge_wait_seconds'),
 ])
 def test_bad_options_stop_the_proxy_naming_them(conf, option):
     with pytest.raises(ConfigError) as err:
-        cache.CacheSettings(conf)
+        MassConf(conf)
     assert option in str(err.value) and 'allowed' in str(err.value)
 
 
 def test_redis_backend_without_redis_falls_back_to_local():
     logger = Logger()
-    method = cache.CacheMethod.from_conf(Swift(), {}, logger, LocalStore())
+    method = cache.CacheMethod.from_conf(Swift(), MassConf({}), logger,
+                                         LocalStore())
     assert method.bodies.name == 'local' and method.generations is None
     assert any('cache_backend = redis' in line for _, line in logger.lines)
 
@@ -643,12 +757,12 @@ def test_concurrent_reads_of_a_rewritten_uncacheable_object(prefix):
     call(mass)
     method = mass.methods.cache
     key = next(iter(method._uncacheable))
-    real = method._validity
+    real = method.validity
 
     def slow_validity(k):
         eventlet.sleep(0)  # both readers wait here, as for Redis
         return real(k)
-    method._validity = slow_validity
+    method.validity = slow_validity
     method._uncacheable[key] = 'a generation from before a write'
     readers = [eventlet.spawn(call, mass) for _ in range(2)]
     assert [r.wait().status_int for r in readers] == [200, 200]
