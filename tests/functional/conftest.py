@@ -31,10 +31,18 @@ def saio(*args, check=True):
 
 @pytest.fixture(scope='session')
 def cluster():
-    if saio('status', check=False).returncode != 0:
-        result = saio('start', check=False)
-        if result.returncode != 0:
-            pytest.fail('tools/saio start failed:\n' + result.stdout)
+    """The SAIO's proxy, once every server, memcached and Redis answer:
+    started if need be, and every test fails naming what is down if it
+    cannot be (never a skip)."""
+    if saio('status', check=False).returncode == 0:
+        return PROXY
+    started = saio('start', check=False)
+    status = saio('status', check=False)
+    if status.returncode != 0:
+        # status names each server, memcached and Redis, up or DOWN
+        pytest.fail('the SAIO is not up after tools/saio start:\n%s\n'
+                    'tools/saio start said:\n%s'
+                    % (status.stdout, started.stdout))
     return PROXY
 
 

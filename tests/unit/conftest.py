@@ -1,30 +1,114 @@
-"""Fixtures shared by the unit tests that use the machine's Redis."""
+"""The unit tests use no service of the machine: Redis is fakeredis and
+memcached a FakeMemcached, both answering at the addresses the tests
+name, and a test that still reaches the machine's Redis or memcached
+fails, as does a test that skips."""
+import sys
+import urllib.parse
 import uuid
 
+import fakeredis
 import pytest
 import redis
+from swift.common import memcached
 
-from tests.unit.helpers import REDIS_URL
+from tests.unit.helpers import MEMCACHE_SERVER, REDIS_URL, FakeMemcached
+
+# Redis's and memcached's ports, on any host: no unit test may use them.
+MACHINE_PORTS = (6379, 11211)
+LOCAL_HOSTS = ('127.0.0.1', 'localhost', '::1')
+forbidden_connects = []
 
 
-@pytest.fixture(scope='session')
+def _refuse_machine_services(event, args):
+    # An audit hook sees every socket's connect, green or not, where
+    # patching socket.socket would miss eventlet's own copy of it.
+    if event == 'socket.connect' and isinstance(args[1], tuple) and \
+            args[1][1] in MACHINE_PORTS:
+        forbidden_connects.append(args[1])
+        raise ConnectionRefusedError('unit tests may not use %s:%s'
+                                     % args[1][:2])
+
+
+sys.addaudithook(_refuse_machine_services)
+
+
+def _is_machine_redis(url):
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme == 'redis' and parts.hostname in LOCAL_HOSTS and \
+        (parts.port or 6379) == 6379
+
+
+@pytest.fixture(scope='session', autouse=True)
+def fake_memcached():
+    """A FakeMemcached wherever a MemcacheRing is told MEMCACHE_SERVER
+    (session-wide: rings may live in module-scoped fixtures)."""
+    server = FakeMemcached()
+    real_init = memcached.MemcacheConnPool.__init__
+
+    def init(pool, address, *args, **kwargs):
+        if address == MEMCACHE_SERVER:
+            address = server.address
+        real_init(pool, address, *args, **kwargs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(memcached.MemcacheConnPool, '__init__', init)
+        yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def fake_services(monkeypatch, fake_memcached):
+    """Every test starts with an empty Redis and memcached; a Redis client
+    of the machine's Redis (any database) is a fakeredis client, sharing
+    one fakeredis.FakeServer per test as clients of one Redis do."""
+    server = fakeredis.FakeServer()
+
+    def from_url(url, **kwargs):
+        if _is_machine_redis(url):
+            # fakeredis hands every keyword to Redis(), where redis-py
+            # deprecates this one; a fake never times out anyway
+            kwargs.pop('retry_on_timeout', None)
+            return fakeredis.FakeRedis.from_url(url, server=server, **kwargs)
+        return real_from_url(url, **kwargs)
+    real_from_url = redis.Redis.from_url
+    monkeypatch.setattr(redis.Redis, 'from_url', staticmethod(from_url))
+    fake_memcached.items.clear()
+    del forbidden_connects[:]
+    yield
+    if forbidden_connects:
+        pytest.fail('connected to the machine\'s Redis or memcached: %s'
+                    % forbidden_connects)
+
+
+@pytest.fixture
 def redis_db15():
-    """The machine's Redis, database 15; the test is skipped without it."""
-    client = redis.Redis.from_url(REDIS_URL, socket_timeout=1,
-                                  socket_connect_timeout=1)
-    try:
-        client.ping()
-    except redis.RedisError as err:
-        pytest.skip('no Redis at %s: %s' % (REDIS_URL, err))
+    """A client of the tests' Redis (REDIS_URL), to look at what the code
+    under test stored there."""
+    client = redis.Redis.from_url(REDIS_URL)
     yield client
     client.close()
 
 
 @pytest.fixture
-def prefix(redis_db15):
-    """A key prefix of the test's own, its keys deleted afterwards."""
-    name = 'test-mass-%s:' % uuid.uuid4().hex
-    yield name
-    keys = list(redis_db15.scan_iter(match=name + '*'))
-    if keys:
-        redis_db15.delete(*keys)
+def prefix():
+    """A key prefix of the test's own."""
+    return 'test-mass-%s:' % uuid.uuid4().hex
+
+
+def _fail_a_skip(report):
+    """A skip is a failure in the unit tests: nothing here may quietly not
+    run for want of a service or a package."""
+    if report.skipped and not hasattr(report, 'wasxfail'):
+        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) \
+            else report.longrepr
+        report.outcome = 'failed'
+        report.longrepr = 'a unit test may not skip: %s' % (reason,)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    _fail_a_skip((yield).get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    _fail_a_skip((yield).get_result())

@@ -1,9 +1,17 @@
 """What several unit tests stand in for: the WSGI app right of a filter,
-Swift's logger, a clock the test moves."""
+Swift's logger, a clock the test moves, memcached."""
+import socketserver
+import threading
+import time
+
 from swift.common.swob import Response
 
-# The machine's Redis, a database of the tests' own (conftest.redis_db15)
+# Where the tests' Redis seems to be; conftest.fake_services answers it
+# with fakeredis, so the machine's Redis is never used.
 REDIS_URL = 'redis://127.0.0.1:6379/15'
+# Where the tests' memcached seems to be; conftest.fake_services answers
+# it with a FakeMemcached.
+MEMCACHE_SERVER = '127.0.0.1:11211'
 
 
 class RecordingApp(object):
@@ -52,3 +60,97 @@ class Clock(object):
 
     def __call__(self):
         return self.now
+
+
+class FakeMemcached(socketserver.ThreadingTCPServer):
+    """A memcached on a port of its own: the text protocol's get, set, add,
+    incr, decr and delete over a dict, with expiry.
+
+    Hand-written because no kept package serves memcached's protocol, and
+    the stores must be tested through Swift's real MemcacheRing."""
+    daemon_threads = True
+
+    def __init__(self):
+        socketserver.ThreadingTCPServer.__init__(
+            self, ('127.0.0.1', 0), _MemcachedConnection)
+        self.items = {}  # key: (flags, expires or 0, value)
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self.serve_forever,
+                                       daemon=True)
+        self.thread.start()
+
+    @property
+    def address(self):
+        return '%s:%d' % self.server_address
+
+    def stop(self):
+        self.shutdown()
+        self.server_close()
+
+    def item(self, key):
+        """The live item under ``key``, or None (and forgotten) if expired."""
+        found = self.items.get(key)
+        if found and found[1] and found[1] <= time.time():
+            del self.items[key]
+            return None
+        return found
+
+
+class _MemcachedConnection(socketserver.StreamRequestHandler):
+    # memcached's rule: an exptime up to 30 days is relative, beyond it is a
+    # Unix time, negative means already expired.
+    RELATIVE_LIMIT = 30 * 24 * 3600
+
+    def _expires(self, exptime):
+        if exptime == 0:
+            return 0
+        if exptime < 0:
+            return -1
+        if exptime <= self.RELATIVE_LIMIT:
+            return time.time() + exptime
+        return exptime
+
+    def handle(self):
+        server = self.server
+        while True:
+            words = self.rfile.readline().split()
+            if not words:
+                return
+            command, args = words[0], words[1:]
+            with server.lock:
+                if command in (b'set', b'add'):
+                    flags, exptime, size = (int(w) for w in args[1:4])
+                    value = self.rfile.read(size)
+                    self.rfile.readline()
+                    if command == b'add' and server.item(args[0]):
+                        reply = b'NOT_STORED'
+                    else:
+                        server.items[args[0]] = (
+                            flags, self._expires(exptime), value)
+                        reply = b'STORED'
+                elif command == b'get':
+                    reply = b''
+                    for key in args:
+                        found = server.item(key)
+                        if found:
+                            reply += b'VALUE %s %d %d\r\n%s\r\n' % (
+                                key, found[0], len(found[2]), found[2])
+                    reply += b'END'
+                elif command in (b'incr', b'decr'):
+                    found = server.item(args[0])
+                    if not found:
+                        reply = b'NOT_FOUND'
+                    else:
+                        delta = int(args[1])
+                        value = int(found[2]) + (
+                            delta if command == b'incr' else -delta)
+                        value = max(0, value) % 2 ** 64
+                        reply = b'%d' % value
+                        server.items[args[0]] = (found[0], found[1], reply)
+                elif command == b'delete':
+                    reply = (b'DELETED' if server.item(args[0])
+                             else b'NOT_FOUND')
+                    server.items.pop(args[0], None)
+                else:
+                    reply = b'ERROR'
+            self.wfile.write(reply + b'\r\n')

@@ -1,6 +1,7 @@
 """What the cache and merge tests stand in for: the proxy app right of
 Mass (a tiny Swift), an auth middleware's swift.authorize, a logger, and
-Mass filters of several proxies sharing the machine's Redis."""
+Mass filters of several proxies sharing one Redis (fakeredis, see
+tests/unit/conftest.py)."""
 import os
 from unittest import mock
 
