@@ -222,7 +222,7 @@ class MassMiddleware(object):
             self.conf, self.logger, memcache=load_memcache(conf, self.logger))
         self.sysmeta = AccountSysmeta(app, self.logger)
         # cache and merge, and the generation bumps every write needs
-        self.methods = Methods(app, conf, self.logger, self.store)
+        self.methods = Methods(app, self.conf, self.logger, self.store)
         self.agent = Agent(
             self.store, self.conf.control, worker_name(), self.logger,
             interval=self.conf.interval,
