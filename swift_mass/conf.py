@@ -2,9 +2,19 @@
 
 Every parser raises :class:`ConfigError` whose message names the option, the
 value it was given and what is allowed, so that a bad ``[filter:mass]`` line
-stops the server with a sentence an operator can act on.
+stops the server with a sentence an operator can act on.  :class:`MassConf`
+is every option of ``[filter:mass]``, read by the ``mass`` filter and by
+``swift-mass``.
 """
+import urllib.parse
+
+import redis.connection
 from swift.common.storage_policy import POLICIES
+
+from swift_mass import tags
+from swift_mass.control import classify, controller
+
+SECTION = 'filter:mass'
 
 
 class ConfigError(ValueError):
@@ -95,9 +105,8 @@ def substore_option(conf, section, option):
     return policy.name
 
 
-def control_settings(conf, section):
+def control_settings(conf, section=SECTION):
     """The control loop's settings (swift_mass.control.controller.Settings)."""
-    from swift_mass.control import classify, controller
     thresholds = classify.Thresholds(
         read_share=float_option(conf, section, 'read_share', 0.8, 0.0, 1.0),
         write_share=float_option(conf, section, 'write_share', 0.2, 0.0,
@@ -122,3 +131,128 @@ def control_settings(conf, section):
         margin=float_option(conf, section, 'validation_margin', 0.2, 0.0,
                             10.0),
         holdoff=int_option(conf, section, 'holdoff_seconds', 600, 0))
+
+
+def redacted_url(url):
+    """The URL without its password, fit for logs and error messages."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = parts.netloc.replace(':' + parts.password + '@', ':***@')
+        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    except ValueError:
+        return url
+
+
+STORES = ('redis', 'memcache', 'local')
+REDIS_SCHEMES = ('redis', 'rediss', 'unix')
+DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0'
+DEFAULT_REDIS_TIMEOUT_MS = 50
+DEFAULT_STORE_RETRY_AFTER = 30
+CACHE_BACKENDS = ('redis', 'memcache', 'local')
+DEFAULT_MIGRATE_RETRY_AFTER = 60
+
+
+def redis_url_option(conf, section, option, default):
+    """A Redis URL that redis-py accepts (checked whatever the store, so a
+    typo shows at start-up, not on the day someone switches to Redis)."""
+    url = str(conf.get(option, default)).strip()
+    allowed = 'a %s URL' % ', '.join(s + '://' for s in REDIS_SCHEMES)
+    try:
+        scheme = urllib.parse.urlsplit(url).scheme
+        if scheme not in REDIS_SCHEMES:
+            raise ValueError('scheme %r' % scheme)
+        # what redis.Redis.from_url parses; it connects only later
+        redis.connection.parse_url(url)
+    except ValueError as err:
+        raise invalid_option(section, option, redacted_url(url),
+                             '%s (%s)' % (allowed, err))
+    return url
+
+
+class StoreConf(object):
+    """The shared store's options (swift_mass.control.store)."""
+
+    def __init__(self, conf, section=SECTION):
+        self.kind = choice_option(conf, section, 'store', 'redis', STORES)
+        self.redis_url = redis_url_option(conf, section, 'redis_url',
+                                          DEFAULT_REDIS_URL)
+        self.redis_timeout_ms = int_option(
+            conf, section, 'redis_timeout_ms', DEFAULT_REDIS_TIMEOUT_MS, 1)
+        self.retry_after = int_option(
+            conf, section, 'store_retry_after', DEFAULT_STORE_RETRY_AFTER, 1)
+
+
+class CacheConf(object):
+    """The ``cache_*`` options (swift_mass.proxy.methods.cache)."""
+
+    def __init__(self, conf, section=SECTION):
+        self.backend = choice_option(conf, section, 'cache_backend',
+                                     'redis', CACHE_BACKENDS)
+        self.max_object_size = int_option(
+            conf, section, 'cache_max_object_size', 1024 * 1024, 1)
+        self.budget = int_option(conf, section, 'cache_budget_bytes',
+                                 64 * 1024 * 1024, 1)
+        if self.budget < self.max_object_size:
+            raise ConfigError(
+                '[%s] cache_budget_bytes = %d is not valid; allowed: at '
+                'least cache_max_object_size (%d)' % (
+                    section, self.budget, self.max_object_size))
+        self.ttl = int_option(conf, section, 'cache_ttl', 300, 1)
+        self.generation_ttl = int_option(
+            conf, section, 'cache_generation_ttl', 86400, self.ttl)
+        self.ttl_only = bool_option(conf, section, 'cache_ttl_only', False)
+        # seconds, as redis-py takes them
+        self.redis_timeout = int_option(
+            conf, section, 'cache_redis_timeout_ms', 250, 1) / 1000.0
+        self.bump_timeout = int_option(
+            conf, section, 'cache_bump_timeout_ms', 1000, 1) / 1000.0
+
+
+class MergeConf(object):
+    """The ``merge_*`` options (swift_mass.proxy.methods.merge)."""
+
+    def __init__(self, conf, section=SECTION):
+        self.wait = float_option(conf, section, 'merge_wait_seconds', 10.0,
+                                 0.0, 300.0)
+
+
+class MassConf(object):
+    """Every option of ``[filter:mass]``, parsed and checked once.
+
+    The ``mass`` filter builds one at start-up and hands each part what it
+    needs; ``swift-mass`` builds one from the proxy's configuration file.
+    Every option, its default and meaning is in
+    ``etc/proxy-server.conf-sample``; a bad one raises :class:`ConfigError`
+    naming it and the allowed values.
+
+    :param conf: the section's options (a dict of strings), or None for
+        every default.
+    """
+
+    def __init__(self, conf=None, section=SECTION):
+        conf = conf or {}
+        self.default_priority = int_option(
+            conf, section, 'default_priority', tags.DEFAULT_PRIORITY,
+            tags.PRIORITY_MIN, tags.PRIORITY_MAX)
+        self.control_loop = bool_option(conf, section, 'control_loop', True)
+        self.interval = float_option(conf, section, 'interval', 5.0, 0.1,
+                                     300.0)
+        self.bucket_seconds = int_option(conf, section, 'bucket_seconds', 5,
+                                         1)
+        #: the control loop's (swift_mass.control.controller.Settings)
+        self.control = control_settings(conf, section)
+        if self.control.window < 2 * self.bucket_seconds:
+            raise ConfigError('[%s] window_seconds = %d is not valid; '
+                              'allowed: at least twice bucket_seconds (%d)'
+                              % (section, self.control.window,
+                                 self.bucket_seconds))
+        self.urgent_recheck_seconds = float_option(
+            conf, section, 'urgent_recheck_seconds', 30.0, 0.0, 3600.0)
+        self.migrate_retry_after = int_option(
+            conf, section, 'migrate_retry_after',
+            DEFAULT_MIGRATE_RETRY_AFTER, 1)
+        self.store = StoreConf(conf, section)
+        self.cache = CacheConf(conf, section)
+        self.merge = MergeConf(conf, section)

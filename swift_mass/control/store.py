@@ -18,9 +18,10 @@ Every proxy worker, on every proxy machine, keeps four kinds of state here:
 
 Redis (:class:`RedisStore`) is the store of choice; Swift's own memcache
 (:class:`MemcacheStore`) and worker-local dicts (:class:`LocalStore`) are
-the fallbacks.  These three let their errors propagate; the circuit breaker
-:class:`ResilientStore` chains them (Redis -> memcache -> local, built by
-:func:`store_from_conf`) and never raises, so no request fails because a
+the fallbacks.  These three let their errors propagate;
+:class:`ResilientStore` chains them, each behind a circuit breaker
+(:class:`Breaker`; Redis -> memcache -> local, built by
+:func:`store_from_conf`), and never raises, so no request fails because a
 store is down.  What was written to a fallback during an outage is not
 copied back: once the primary answers again, its (older) table, pins and
 counters are what every worker sees, and the controller brings the table up
@@ -37,14 +38,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from swift_mass.conf import choice_option, int_option, invalid_option
-
-SECTION = 'filter:mass'
-STORES = ('redis', 'memcache', 'local')
-REDIS_SCHEMES = ('redis', 'rediss', 'unix')
-DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0'
-DEFAULT_TIMEOUT_MS = 50
-DEFAULT_RETRY_AFTER = 30
+from swift_mass.conf import DEFAULT_REDIS_TIMEOUT_MS, DEFAULT_REDIS_URL, \
+    redacted_url
 
 
 def _quote(name):
@@ -59,18 +54,6 @@ def _unquote(quoted):
 
 def _describe(err):
     return '%s: %s' % (type(err).__name__, err)
-
-
-def _redacted(url):
-    """The URL without its password, fit for logs and error messages."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.replace(':' + parts.password + '@', ':***@')
-        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-    except ValueError:
-        return url
 
 
 class Store(object):
@@ -183,8 +166,8 @@ class RedisStore(Store):
     """
 
     def __init__(self, url=DEFAULT_REDIS_URL, prefix='mass:',
-                 socket_timeout_ms=DEFAULT_TIMEOUT_MS,
-                 connect_timeout_ms=DEFAULT_TIMEOUT_MS):
+                 socket_timeout_ms=DEFAULT_REDIS_TIMEOUT_MS,
+                 connect_timeout_ms=DEFAULT_REDIS_TIMEOUT_MS):
         self.url = url
         self.prefix = prefix
         self.client = redis.Redis.from_url(
@@ -289,7 +272,7 @@ class RedisStore(Store):
 
     def health(self):
         health = {'store': self.name, 'ok': True, 'error': None,
-                  'url': _redacted(self.url)}
+                  'url': redacted_url(self.url)}
         try:
             self.client.ping()
         except Exception as err:
@@ -554,6 +537,58 @@ class LocalStore(Store):
         return {'store': self.name, 'ok': True, 'error': None}
 
 
+class Breaker(object):
+    """A circuit breaker for one backend.
+
+    Closed while the backend answers.  The first failure opens it for
+    ``retry_after`` seconds, during which :meth:`allows` says no; then it
+    lets one caller probe (the others are still refused for another
+    ``retry_after``), and a success closes it.  ``on_open(error)`` and
+    ``on_close()`` are called once per transition, for the owner's log
+    line.  Hand-written: pybreaker opens after a count of failures and
+    raises its own exception, where a Mass backend opens on the first one,
+    its callers pick their own fallback, and tests move its clock.
+    """
+
+    def __init__(self, retry_after, clock=time.time, on_open=None,
+                 on_close=None):
+        self.retry_after = float(retry_after)
+        self.clock = clock
+        self.on_open = on_open
+        self.on_close = on_close
+        self.error = None  # why it is open; None: closed
+        self.retry_at = 0.0  # when a probe may go to the backend
+
+    def allows(self):
+        """Whether a call may go to the backend now."""
+        if self.error is None:
+            return True
+        now = self.clock()
+        if now < self.retry_at:
+            return False
+        # Only this call probes; concurrent ones keep away from the
+        # backend until it has answered.
+        self.retry_at = now + self.retry_after
+        return True
+
+    def failed(self, error):
+        """A call failed with ``error`` (a description): open, or stay
+        open for another ``retry_after``."""
+        opened = self.error is None
+        self.error = error
+        self.retry_at = self.clock() + self.retry_after
+        if opened and self.on_open is not None:
+            self.on_open(error)
+
+    def succeeded(self):
+        """A call was answered: close."""
+        if self.error is not None:
+            self.error = None
+            self.retry_at = 0.0
+            if self.on_close is not None:
+                self.on_close()
+
+
 class ResilientStore(Store):
     """A circuit breaker: ``primary`` while it answers, else ``fallback``.
 
@@ -574,42 +609,36 @@ class ResilientStore(Store):
         self.primary = primary
         self.fallback = fallback
         self.logger = logger
-        self.retry_after = float(retry_after)
-        self.clock = clock
-        self.error = None  # why the primary is not in use; None: it is
-        self.retry_at = 0.0  # when the primary may be tried again
+        self.breaker = Breaker(retry_after, clock, on_open=self._opened,
+                               on_close=self._closed)
         self._fallback_failing = False
 
+    @property
+    def retry_after(self):
+        return self.breaker.retry_after
+
     def in_use(self):
-        if self.error is None:
+        if self.breaker.error is None:
             return self.primary.name
         return self.fallback.in_use()
 
-    def _trip(self, error):
-        first = self.error is None
-        self.error = error
-        self.retry_at = self.clock() + self.retry_after
-        if first:
-            self.logger.warning(
-                'Mass store %s unavailable (%s); using %s, retrying every '
-                '%gs', self.primary.name, error, self.fallback.in_use(),
-                self.retry_after)
+    def _opened(self, error):
+        self.logger.warning(
+            'Mass store %s unavailable (%s); using %s, retrying every %gs',
+            self.primary.name, error, self.fallback.in_use(),
+            self.breaker.retry_after)
+
+    def _closed(self):
+        self.logger.info('Mass store %s recovered', self.primary.name)
 
     def _call(self, method, args, empty):
-        if self.error is None or self.clock() >= self.retry_at:
-            if self.error is not None:
-                # Only this call probes; concurrent ones keep to the
-                # fallback until it has answered.
-                self.retry_at = self.clock() + self.retry_after
+        if self.breaker.allows():
             try:
                 result = getattr(self.primary, method)(*args)
             except Exception as err:
-                self._trip(_describe(err))
+                self.breaker.failed(_describe(err))
             else:
-                if self.error is not None:
-                    self.error = None
-                    self.logger.info('Mass store %s recovered',
-                                     self.primary.name)
+                self.breaker.succeeded()
                 return result
         try:
             result = getattr(self.fallback, method)(*args)
@@ -661,65 +690,47 @@ class ResilientStore(Store):
         """The health of the store in use; while the primary is out,
         ``ok`` is False and ``error`` says why (for each store passed over,
         outermost first)."""
-        if self.error is None:
+        breaker = self.breaker
+        if breaker.error is None:
             health = self.primary.health()
             if health['ok']:
                 return dict(health, fallback=self.fallback.in_use())
-            self._trip(health['error'])
+            breaker.failed(health['error'])
         health = dict(self.fallback.health())
-        reason = '%s: %s' % (self.primary.name, self.error)
+        reason = '%s: %s' % (self.primary.name, breaker.error)
         if health.get('error'):
             reason += '; ' + health['error']
         health.update(ok=False, error=reason, primary=self.primary.name,
-                      retry_in=max(0.0, self.retry_at - self.clock()))
+                      retry_in=max(0.0, breaker.retry_at - breaker.clock()))
         return health
 
 
-def _redis_store(url, timeout_ms):
-    allowed = 'a %s URL' % ', '.join(s + '://' for s in REDIS_SCHEMES)
-    try:
-        scheme = urllib.parse.urlsplit(url).scheme
-        if scheme not in REDIS_SCHEMES:
-            raise ValueError('scheme %r' % scheme)
-        # redis-py parses the URL here but connects only on the first call,
-        # so a Redis that is down does not stop the proxy starting.
-        return RedisStore(url, socket_timeout_ms=timeout_ms,
-                          connect_timeout_ms=timeout_ms)
-    except ValueError as err:
-        raise invalid_option(SECTION, 'redis_url', _redacted(url),
-                             '%s (%s)' % (allowed, err))
-
-
-def store_from_conf(conf, logger, memcache=None):
+def store_from_conf(mass_conf, logger, memcache=None):
     """The store chain that ``[filter:mass]`` asks for.
 
-    Options: ``store`` (redis, memcache or local; default redis),
+    ``mass_conf``: a :class:`swift_mass.conf.MassConf`, whose ``store``
+    holds the options ``store`` (redis, memcache or local; default redis),
     ``redis_url``, ``redis_timeout_ms`` (connect and reply timeout, default
     50) and ``store_retry_after`` (seconds a failed store is passed over,
     default 30).  ``memcache`` is Swift's MemcacheRing if there is one.
-    Raises :class:`ConfigError` naming the first bad option.
     """
-    kind = choice_option(conf, SECTION, 'store', 'redis', STORES)
-    timeout_ms = int_option(conf, SECTION, 'redis_timeout_ms',
-                            DEFAULT_TIMEOUT_MS, minimum=1)
-    retry_after = int_option(conf, SECTION, 'store_retry_after',
-                             DEFAULT_RETRY_AFTER, minimum=1)
-    # Checked whatever the store, so a typo shows at start-up, not on the
-    # day someone switches to Redis.
-    redis_store = _redis_store(
-        str(conf.get('redis_url', DEFAULT_REDIS_URL)).strip(), timeout_ms)
-
+    conf = mass_conf.store
     local = LocalStore()
-    if kind == 'local':
+    if conf.kind == 'local':
         return local
     if memcache is None:
         shared = local
-        if kind == 'memcache':
+        if conf.kind == 'memcache':
             logger.warning('Mass store = memcache, but there is no memcache '
                            'client; using worker-local state')
     else:
         shared = ResilientStore(MemcacheStore(memcache), local, logger,
-                                retry_after)
-    if kind == 'memcache':
+                                conf.retry_after)
+    if conf.kind == 'memcache':
         return shared
-    return ResilientStore(redis_store, shared, logger, retry_after)
+    # redis-py connects only on the first call, so a Redis that is down
+    # does not stop the proxy starting.
+    redis_store = RedisStore(conf.redis_url,
+                             socket_timeout_ms=conf.redis_timeout_ms,
+                             connect_timeout_ms=conf.redis_timeout_ms)
+    return ResilientStore(redis_store, shared, logger, conf.retry_after)

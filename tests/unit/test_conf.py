@@ -1,7 +1,13 @@
-import pytest
+import os
+import re
 
-from swift_mass.conf import ConfigError, bool_option, choice_option, \
-    float_option, int_option
+import pytest
+from swift.common.storage_policy import StoragePolicy, \
+    StoragePolicyCollection
+
+from swift_mass import conf
+from swift_mass.conf import ConfigError, MassConf, bool_option, \
+    choice_option, float_option, int_option
 
 
 def test_int_option():
@@ -42,3 +48,135 @@ def test_choice_option():
         choice_option({'m': 'fast'}, 's', 'm', 'none', ('cache', 'none'))
     assert str(err.value) == \
         "[s] m = 'fast' is not valid; allowed: one of cache, none"
+
+
+# --- MassConf: every option of [filter:mass] --------------------------------
+
+@pytest.fixture
+def policies(monkeypatch):
+    monkeypatch.setattr(conf, 'POLICIES', StoragePolicyCollection([
+        StoragePolicy(0, 'standard', is_default=True),
+        StoragePolicy(1, 'fast'), StoragePolicy(2, 'old',
+                                                is_deprecated=True)]))
+
+
+# (option, a bad value): one row per option MassConf reads
+BAD = [
+    ('default_priority', '10'), ('control_loop', 'sure'),
+    ('interval', '0'), ('bucket_seconds', '0'), ('window_seconds', '5'),
+    ('read_share', '1.5'), ('write_share', '-0.1'), ('min_requests', '0'),
+    ('hysteresis', '0.6'), ('read_substore', 'gold'),
+    ('write_substore', 'old'), ('mixed_substore', 'gold'),
+    ('read_method', 'fast'), ('write_method', 'queue'),
+    ('mixed_method', 'x'), ('validation_margin', '-1'),
+    ('holdoff_seconds', '-1'), ('urgent_recheck_seconds', '3601'),
+    ('migrate_retry_after', '0'), ('store', 'mongodb'),
+    ('redis_url', 'http://127.0.0.1:6379/0'), ('redis_timeout_ms', 'fast'),
+    ('store_retry_after', '1.5'), ('cache_backend', 'disk'),
+    ('cache_max_object_size', '0'), ('cache_budget_bytes', '-1'),
+    ('cache_ttl', '0'), ('cache_generation_ttl', '299'),
+    ('cache_ttl_only', 'sometimes'), ('cache_redis_timeout_ms', '0'),
+    ('cache_bump_timeout_ms', '0.5'), ('merge_wait_seconds', '301'),
+]
+
+
+@pytest.mark.parametrize('option, value', BAD)
+def test_every_bad_option_names_itself(policies, option, value):
+    with pytest.raises(ConfigError) as err:
+        MassConf({option: value})
+    assert str(err.value).startswith(
+        "[filter:mass] %s = %r is not valid; allowed: " % (option, value))
+
+
+def test_every_option_of_the_sample_is_checked():
+    sample = os.path.join(os.path.dirname(__file__), '..', '..', 'etc',
+                          'proxy-server.conf-sample')
+    with open(sample) as f:
+        section = f.read().split('[filter:mass]')[1]
+    # up to the per-substore tuning, which is Swift's
+    section = section.split('per-substore proxy tuning')[0]
+    documented = set(re.findall(r'^# ([a-z_]+) =', section, re.M))
+    swifts = {'memcache_servers'} | {o for o in documented
+                                     if o.startswith('log_')}
+    assert documented - swifts == {option for option, _ in BAD}
+
+
+@pytest.mark.parametrize('options, named', [
+    ({'window_seconds': '10', 'bucket_seconds': '6'},
+     "[filter:mass] window_seconds = 10 is not valid; allowed: at least "
+     "twice bucket_seconds (6)"),
+    ({'cache_budget_bytes': '10', 'cache_max_object_size': '20'},
+     "[filter:mass] cache_budget_bytes = 10 is not valid; allowed: at "
+     "least cache_max_object_size (20)"),
+    ({'cache_ttl': '600', 'cache_generation_ttl': '60'},
+     "[filter:mass] cache_generation_ttl = '60' is not valid; allowed: an "
+     "integer >= 600"),
+    ({'read_share': '0.5', 'write_share': '0.6'},
+     "[filter:mass] read_share, write_share, hysteresis: write_share must "
+     "be below read_share"),
+])
+def test_options_checked_against_each_other(options, named):
+    with pytest.raises(ConfigError) as err:
+        MassConf(options)
+    assert str(err.value).startswith(named)
+
+
+def test_defaults():
+    mass = MassConf()
+    assert (mass.default_priority, mass.control_loop, mass.interval,
+            mass.bucket_seconds) == (5, True, 5.0, 5)
+    assert (mass.urgent_recheck_seconds, mass.migrate_retry_after) == \
+        (30.0, 60)
+    assert mass.control.window == 60
+    assert mass.control.methods == {'read': 'cache', 'write': 'batch',
+                                    'mixed': 'merge'}
+    assert vars(mass.store) == {
+        'kind': 'redis', 'redis_url': 'redis://127.0.0.1:6379/0',
+        'redis_timeout_ms': 50, 'retry_after': 30}
+    assert vars(mass.cache) == {
+        'backend': 'redis', 'max_object_size': 1048576,
+        'budget': 67108864, 'ttl': 300, 'generation_ttl': 86400,
+        'ttl_only': False, 'redis_timeout': 0.25, 'bump_timeout': 1.0}
+    assert mass.merge.wait == 10.0
+
+
+def test_options_are_read(policies):
+    mass = MassConf({
+        'default_priority': '8', 'control_loop': 'off', 'interval': '2.5',
+        'bucket_seconds': '10', 'window_seconds': '30',
+        'read_substore': 'fast', 'write_method': 'none',
+        'urgent_recheck_seconds': '0', 'migrate_retry_after': '7',
+        'store': ' Local ', 'redis_url': 'unix:///run/redis.sock?db=2',
+        'redis_timeout_ms': '200', 'store_retry_after': '5',
+        'cache_backend': 'memcache', 'cache_ttl_only': 'yes',
+        'cache_bump_timeout_ms': '1500', 'merge_wait_seconds': '0.5'})
+    assert (mass.default_priority, mass.control_loop, mass.interval,
+            mass.bucket_seconds, mass.control.window) == \
+        (8, False, 2.5, 10, 30)
+    assert mass.control.rings['read'] == 'fast'
+    assert mass.control.methods['write'] == 'none'
+    assert (mass.urgent_recheck_seconds, mass.migrate_retry_after) == \
+        (0.0, 7)
+    assert vars(mass.store) == {
+        'kind': 'local', 'redis_url': 'unix:///run/redis.sock?db=2',
+        'redis_timeout_ms': 200, 'retry_after': 5}
+    assert (mass.cache.backend, mass.cache.ttl_only,
+            mass.cache.bump_timeout) == ('memcache', True, 1.5)
+    assert mass.merge.wait == 0.5
+
+
+@pytest.mark.parametrize('url', [
+    '127.0.0.1:6379', 'redis://127.0.0.1:port/0',
+    'redis://127.0.0.1:99999/0', 'redis://h/0?socket_timeout=soon'])
+def test_bad_redis_urls(url):
+    with pytest.raises(ConfigError) as err:
+        MassConf({'redis_url': url})
+    assert str(err.value).startswith("[filter:mass] redis_url = ")
+    assert 'allowed: a redis://, rediss://, unix:// URL' in str(err.value)
+
+
+def test_a_bad_redis_url_is_reported_without_its_password():
+    with pytest.raises(ConfigError) as err:
+        MassConf({'redis_url': 'redis://:s3cret@h:port/0'})
+    assert 'redis_url' in str(err.value)
+    assert 's3cret' not in str(err.value)

@@ -7,6 +7,7 @@ import pytest
 from swift.common.storage_policy import StoragePolicy, \
     StoragePolicyCollection
 from swift.common.swob import Request, Response
+from swift.common.utils import close_if_possible
 
 from swift_mass import conf as config
 from swift_mass.conf import ConfigError
@@ -314,3 +315,21 @@ def test_recall_after_store_loss_by_a_leader_that_saw_no_policy_before():
     tick(second)
     assert second.agent.is_leader
     assert second.agent.policy('AUTH_t')['class'] == 'write'
+
+
+def test_a_reseller_admins_head_is_counted_and_shows_the_mark():
+    # one request, both ends: the answer gets the mark, the window a count
+    mass, backend = make()
+    backend.sysmeta['X-Account-Sysmeta-Mass-Urgent'] = 'true'
+    calls = []
+
+    def start_response(status, headers, exc_info=None):
+        calls.append((status, dict(headers)))
+
+    body = mass(Request.blank('/v1/AUTH_t', method='HEAD', environ={
+        'reseller_request': True}).environ, start_response)
+    close_if_possible(body)
+    [(status, headers)] = calls
+    assert status.startswith('204') and headers['X-Mass-Urgent'] == 'true'
+    (_, counts), = pending(mass).items()
+    assert counts['ops.HEAD'] == 1

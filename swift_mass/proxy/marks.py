@@ -1,0 +1,200 @@
+"""Marks: an operator's word on an account or a container, kept by the
+proxy in its sysmeta.
+
+``swift-mass`` sets a mark with a header on a PUT or POST of the account or
+container itself (:mod:`swift_mass.proxy.mark_names`).  The ``mass`` filter
+takes that header only from a reseller admin (``reseller_request``, set by
+tempauth and keystoneauth before the request reaches it) and keeps it in
+sysmeta, which no client can read, set or remove; anybody else's is
+dropped with the forged tags.  A reseller admin's HEAD or GET of the
+account or container shows the mark under the same header, so the command
+can check that the mark took (no ``mass`` filter, or credentials that are
+not a reseller admin's, show nothing).
+
+Two marks:
+
+* :data:`MIGRATING`, on a container: ``swift-mass migrate`` marks the
+  containers it works on (the container, its staging container, the
+  journal container) so that no client write is lost while a container
+  moves to another storage policy.  A write by anyone else to a marked
+  container (object PUT, POST, DELETE; container PUT, POST, DELETE) is
+  answered 503 with Retry-After (``migrate_retry_after``).  The check costs
+  a tenant that is not migrating nothing extra on object writes: the
+  container info it reads is the one the proxy reads for the same request
+  anyway (from the request's infocache or memcache).  Reads are never
+  checked.  The mark's value is kept and shown as it was sent.
+* :data:`URGENT`, on an account: ``swift-mass urgent TENANT --on`` (``false``
+  removes it) makes every request of the tenant carry
+  ``X-Backend-Mass-Urgent: true`` to the storage servers, where
+  ``mass_queue`` keeps slots for it.  It is kept as ``true`` or removed,
+  and always shown, as ``true`` or ``false``.  Each proxy worker learns a
+  tenant's mark from the account info Swift caches (the request's
+  infocache, then memcache, then an account HEAD), at most once per
+  ``urgent_recheck_seconds`` per tenant (:class:`UrgentTenants`): a request
+  whose tenant was looked up recently costs a dictionary lookup.  A change
+  reaches every worker within ``urgent_recheck_seconds`` plus the account
+  info's time in memcache (``recheck_account_existence``; the proxy that
+  handles the POST clears it).
+"""
+import time
+
+from cachetools import TTLCache
+from swift.common.swob import HTTPServiceUnavailable
+from swift.common.utils import config_true_value, split_path
+from swift.proxy.controllers.base import get_account_info, \
+    get_container_info
+
+from swift_mass import tags
+from swift_mass.proxy.mark_names import MIGRATING_HEADER, URGENT_HEADER
+
+WRITES = ('PUT', 'POST', 'DELETE')
+# Tenants a worker remembers; beyond it, the oldest is forgotten (one more
+# lookup for it).
+MAX_KNOWN = 100000
+
+
+class Mark(object):
+    """A mark on an account or a container, kept in its sysmeta.
+
+    :param header: the header ``swift-mass`` sends and reads, ``X-Mass-*``.
+    :param level: ``'account'`` or ``'container'``: what is marked.
+    """
+
+    def __init__(self, header, level):
+        self.header = header
+        self.env_key = tags.environ_key(header)
+        name = header[len('X-'):]
+        self.sysmeta_header = 'X-%s-Sysmeta-%s' % (level.title(), name)
+        self.sysmeta_env = tags.environ_key(self.sysmeta_header)
+        # its key in the sysmeta of get_account_info / get_container_info
+        self.sysmeta_key = name.lower()
+        self._segments = {'account': 2, 'container': 3}[level]
+
+    def addresses(self, env):
+        """Whether a request is to a marked thing itself (an account, not
+        one of its containers; a container, not one of its objects)."""
+        try:
+            split_path(env['PATH_INFO'], self._segments, self._segments)
+        except ValueError:
+            return False
+        return True
+
+    def take(self, env, sent):
+        """Turn ``sent``, the mark's header a request came with (taken out
+        of ``env`` by :func:`taken_out`), into sysmeta if a reseller admin
+        sent it on a PUT or POST of the marked thing itself."""
+        if sent is None or not env.get('reseller_request') or \
+                env['REQUEST_METHOD'] not in ('PUT', 'POST') or \
+                not self.addresses(env):
+            return
+        env[self.sysmeta_env] = self.stored(sent)  # '' removes it
+
+    def shows(self, env):
+        """Whether the answer to a request shows the mark: a reseller
+        admin's HEAD or GET of the marked thing."""
+        return bool(env.get('reseller_request')) and \
+            env['REQUEST_METHOD'] in ('HEAD', 'GET') and self.addresses(env)
+
+    def shown(self, headers):
+        """A response's headers with the mark added as ``header``."""
+        kept = [v for k, v in headers if k.lower() ==
+                self.sysmeta_header.lower()]
+        value = self.show(kept[0] if kept else None)
+        if value is None:
+            return headers
+        return list(headers) + [(self.header, value)]
+
+    def stored(self, sent):
+        """The sysmeta value kept for a sent mark ('' removes it)."""
+        return sent
+
+    def show(self, kept):
+        """The value shown for the sysmeta value ``kept`` (None when there
+        is none); None shows nothing."""
+        return kept
+
+
+class MigratingMark(Mark):
+    """A container ``swift-mass migrate`` is moving: kept as sent, shown
+    when set, and writes by others refused."""
+
+    def refusal(self, env, app, retry_after):
+        """None if the request may go on, else the 503 to answer: a write
+        by anyone but a reseller admin to a marked container or one of its
+        objects.  ``app`` is the proxy app (container info)."""
+        if env['REQUEST_METHOD'] not in WRITES or \
+                env.get('reseller_request'):
+            return None
+        try:
+            split_path(env['PATH_INFO'], 3, 4, True)
+        except ValueError:
+            return None  # an account request, or not a Swift path at all
+        info = get_container_info(env, app, swift_source='MASS')
+        if not info.get('sysmeta', {}).get(self.sysmeta_key):
+            return None
+        return HTTPServiceUnavailable(
+            body=b'This container is being moved to another storage '
+                 b'policy; writes are refused until the move is '
+                 b'complete.\n',
+            headers={'Retry-After': str(retry_after)},
+            content_type='text/plain')
+
+
+class UrgentMark(Mark):
+    """An urgent tenant's account: kept as ``true`` or removed, always
+    shown as ``true`` or ``false``."""
+
+    def stored(self, sent):
+        return tags.URGENT if config_true_value(sent) else ''
+
+    def show(self, kept):
+        return 'true' if config_true_value(kept) else 'false'
+
+    def on(self, info):
+        """Whether account info (get_account_info's) carries the mark."""
+        return config_true_value(info.get('sysmeta', {}).get(
+            self.sysmeta_key))
+
+
+MIGRATING = MigratingMark(MIGRATING_HEADER, 'container')
+URGENT = UrgentMark(URGENT_HEADER, 'account')
+MARKS = (MIGRATING, URGENT)
+
+
+def taken_out(env):
+    """``{mark: the header's value or None}`` of a request, the headers
+    removed from ``env``: a mark is not a forged tag, but passes on only
+    as the sysmeta :meth:`Mark.take` makes of it."""
+    return {mark: env.pop(mark.env_key, None) for mark in MARKS}
+
+
+class UrgentTenants(object):
+    """Which tenants are marked urgent, as far as this worker knows.
+
+    :param app: the proxy app right of Mass (account info lookups).
+    :param recheck: seconds a tenant's mark is trusted before it is looked
+        up again; 0 turns marks off (no lookups at all).
+    :param clock: a callable returning seconds.
+    """
+
+    def __init__(self, app, recheck, clock=time.monotonic):
+        self.app = app
+        self.recheck = recheck
+        self.known = TTLCache(MAX_KNOWN, recheck, timer=clock)
+
+    def __call__(self, env, tenant):
+        """True when ``tenant``, the tenant of the request ``env``, is
+        marked urgent."""
+        if not self.recheck:
+            return False
+        urgent = self.known.get(tenant)
+        if urgent is not None:
+            return urgent
+        if URGENT.addresses(env) and env['REQUEST_METHOD'] in WRITES:
+            # Looking up an account that is being created or changed would
+            # cache its old info; its next request looks it up (and no
+            # object server sees an account write's tag).
+            return False
+        info = get_account_info(env, self.app, swift_source='MASS')
+        urgent = self.known[tenant] = URGENT.on(info)
+        return urgent

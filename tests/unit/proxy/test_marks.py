@@ -1,0 +1,373 @@
+"""The marks the proxy keeps (swift_mass.proxy.marks): the Mark class on
+its own, then through the filter: the urgent mark in account sysmeta and
+the backend tag it gives, the migrating mark in container sysmeta and the
+writes it refuses; who may set and see each."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from swift.common.swob import Request, Response
+from swift.proxy.controllers.base import get_cache_key, \
+    headers_to_container_info
+
+import swift_mass
+from swift_mass import conf as mass_conf
+from swift_mass.conf import ConfigError
+from swift_mass.proxy import marks, mark_names
+from swift_mass.proxy import middleware as proxy
+from tests.unit.helpers import Clock, RecordingApp
+
+
+# --- the Mark class ---------------------------------------------------------
+
+def test_each_mark_names_its_sysmeta_after_its_header():
+    assert marks.MIGRATING.header == mark_names.MIGRATING_HEADER
+    assert marks.MIGRATING.env_key == 'HTTP_X_MASS_MIGRATING'
+    assert marks.MIGRATING.sysmeta_header == \
+        'X-Container-Sysmeta-Mass-Migrating'
+    assert marks.MIGRATING.sysmeta_env == \
+        'HTTP_X_CONTAINER_SYSMETA_MASS_MIGRATING'
+    assert marks.MIGRATING.sysmeta_key == 'mass-migrating'
+    assert marks.URGENT.header == mark_names.URGENT_HEADER
+    assert marks.URGENT.sysmeta_env == 'HTTP_X_ACCOUNT_SYSMETA_MASS_URGENT'
+    assert marks.URGENT.sysmeta_key == 'mass-urgent'
+
+
+@pytest.mark.parametrize('mark, path, addressed', [
+    (marks.URGENT, '/v1/AUTH_u', True),
+    (marks.URGENT, '/v1/AUTH_u/c', False),
+    (marks.MIGRATING, '/v1/AUTH_u/c', True),
+    (marks.MIGRATING, '/v1/AUTH_u/c/', True),
+    (marks.MIGRATING, '/v1/AUTH_u', False),
+    (marks.MIGRATING, '/v1/AUTH_u/c/o', False),
+])
+def test_a_mark_addresses_the_marked_thing_only(mark, path, addressed):
+    assert mark.addresses({'PATH_INFO': path}) is addressed
+
+
+def env_of(path, method, reseller=True):
+    env = {'PATH_INFO': path, 'REQUEST_METHOD': method}
+    if reseller:
+        env['reseller_request'] = True
+    return env
+
+
+@pytest.mark.parametrize('mark, path', [
+    (marks.URGENT, '/v1/AUTH_u'), (marks.MIGRATING, '/v1/AUTH_u/c')])
+def test_a_mark_is_taken_from_a_reseller_admins_put_or_post_only(mark, path):
+    for method in ('PUT', 'POST'):
+        env = env_of(path, method)
+        mark.take(env, 'true')
+        assert env[mark.sysmeta_env] == 'true'
+    for env in (env_of(path, 'POST', reseller=False),
+                env_of(path, 'DELETE'), env_of(path, 'GET'),
+                env_of(path + '/x', 'POST')):
+        mark.take(env, 'true')
+        assert mark.sysmeta_env not in env
+    env = env_of(path, 'POST')
+    mark.take(env, None)  # no mark sent: sysmeta left alone
+    assert mark.sysmeta_env not in env
+
+
+def test_what_each_mark_keeps_and_shows():
+    assert marks.URGENT.stored('on') == 'true'
+    assert marks.URGENT.stored('nonsense') == ''
+    assert marks.URGENT.shown([]) == [('X-Mass-Urgent', 'false')]
+    shown = marks.URGENT.shown([('x-account-sysmeta-mass-urgent', 'true')])
+    assert shown[-1] == ('X-Mass-Urgent', 'true')
+    assert marks.MIGRATING.stored('target=bulk') == 'target=bulk'
+    assert marks.MIGRATING.shown([]) == []
+    assert marks.MIGRATING.shown(
+        [('X-Container-Sysmeta-Mass-Migrating', 'target=bulk')])[-1] == \
+        ('X-Mass-Migrating', 'target=bulk')
+
+
+def test_a_mark_shows_to_a_reseller_admins_head_or_get_of_it_only():
+    assert marks.URGENT.shows(env_of('/v1/AUTH_u', 'HEAD'))
+    assert marks.URGENT.shows(env_of('/v1/AUTH_u', 'GET'))
+    assert not marks.URGENT.shows(env_of('/v1/AUTH_u', 'POST'))
+    assert not marks.URGENT.shows(env_of('/v1/AUTH_u', 'HEAD', False))
+    assert not marks.URGENT.shows(env_of('/v1/AUTH_u/c', 'HEAD'))
+    assert marks.MIGRATING.shows(env_of('/v1/AUTH_u/c', 'HEAD'))
+    assert not marks.MIGRATING.shows(env_of('/v1/AUTH_u/c/o', 'HEAD'))
+
+
+def test_the_header_names_import_neither_swift_nor_eventlet():
+    # swift-mass imports them on operators' machines
+    loaded = subprocess.check_output([
+        sys.executable, '-c', 'import sys, swift_mass.proxy.mark_names; '
+        'print(sorted(m for m in sys.modules if m.split(".")[0] in '
+        '("swift", "eventlet")))'], text=True,
+        cwd=os.path.dirname(os.path.dirname(swift_mass.__file__)))
+    assert loaded.strip() == '[]'
+
+
+# --- urgent, through the filter ---------------------------------------------
+
+
+class Accounts(object):
+    """The proxy app right of Mass: accounts with sysmeta; anything else
+    answers 200.  Remembers (method, path, headers) of what reached it."""
+
+    def __init__(self, status=204):
+        self.sysmeta = {}       # account -> {sysmeta header: value}
+        self.status = status
+        self.requests = []
+
+    def __call__(self, env, start_response):
+        req = Request(env)
+        self.requests.append((req.method, req.path, dict(req.headers)))
+        if req.path.count('/') == 2 and req.method in ('HEAD', 'GET'):
+            account = req.path.split('/')[2]
+            return Response(status=self.status,
+                            headers=self.sysmeta.get(account, {}))(
+                env, start_response)
+        return Response(body=b'ok')(env, start_response)
+
+    def heads(self):
+        return [r for r in self.requests if r[0] == 'HEAD' and
+                r[1].count('/') == 2]
+
+
+def make(recheck='30', **conf):
+    accounts = Accounts()
+    mass = proxy.filter_factory({}, control_loop='false',
+                                urgent_recheck_seconds=recheck,
+                                **conf)(accounts)
+    clock = Clock()
+    mass.urgent_tenants = marks.UrgentTenants(
+        accounts, mass.conf.urgent_recheck_seconds, clock)
+    return mass, accounts, clock
+
+
+def get(mass, path='/v1/AUTH_u/c/o', method='GET', headers=None,
+        **environ):
+    req = Request.blank(path, method=method, headers=headers or {},
+                        environ=environ)
+    resp = req.get_response(mass)
+    resp.body
+    return resp
+
+
+def last_headers(accounts):
+    return accounts.requests[-1][2]
+
+
+def mark(accounts, account='AUTH_u'):
+    accounts.sysmeta[account] = {'X-Account-Sysmeta-Mass-Urgent': 'true'}
+
+
+def test_a_marked_tenants_requests_carry_the_urgent_tag():
+    mass, accounts, _ = make()
+    mark(accounts)
+    get(mass)
+    assert last_headers(accounts)['X-Backend-Mass-Urgent'] == 'true'
+    get(mass, '/v1/AUTH_other/c/o')
+    assert 'X-Backend-Mass-Urgent' not in last_headers(accounts)
+
+
+def test_a_tenant_is_looked_up_once_per_recheck_interval():
+    mass, accounts, clock = make(recheck='30')
+    for _ in range(5):
+        get(mass)
+    assert len(accounts.heads()) == 1
+    assert 'X-Backend-Mass-Urgent' not in last_headers(accounts)
+    mark(accounts)
+    clock.now += 29
+    get(mass)
+    assert 'X-Backend-Mass-Urgent' not in last_headers(accounts)
+    clock.now += 1
+    get(mass)
+    assert len(accounts.heads()) == 2
+    assert last_headers(accounts)['X-Backend-Mass-Urgent'] == 'true'
+
+
+def test_recheck_zero_turns_marks_off():
+    mass, accounts, _ = make(recheck='0')
+    mark(accounts)
+    get(mass)
+    assert accounts.heads() == []
+    assert 'X-Backend-Mass-Urgent' not in last_headers(accounts)
+
+
+def test_an_unreadable_account_is_not_urgent_and_the_request_goes_on():
+    mass, accounts, _ = make()
+    mark(accounts)
+    accounts.status = 503   # every account server down
+    assert get(mass).status_int == 200
+    assert 'X-Backend-Mass-Urgent' not in last_headers(accounts)
+
+
+@pytest.mark.parametrize('header', ['X-Backend-Mass-Urgent', 'X-Mass-Urgent'])
+def test_a_client_cannot_make_itself_urgent(header):
+    mass, accounts, _ = make()
+    get(mass, headers={header: 'true'})
+    sent = last_headers(accounts)
+    assert 'X-Backend-Mass-Urgent' not in sent
+    assert 'X-Mass-Urgent' not in sent
+
+
+@pytest.mark.parametrize('value, sysmeta', [
+    ('true', 'true'), ('on', 'true'), ('false', ''), ('', '')])
+def test_a_reseller_admin_sets_and_removes_the_mark(value, sysmeta):
+    mass, accounts, _ = make()
+    get(mass, '/v1/AUTH_u', 'POST', headers={'X-Mass-Urgent': value},
+        reseller_request=True)
+    method, path, sent = accounts.requests[-1]
+    assert (method, path) == ('POST', '/v1/AUTH_u')
+    assert sent['X-Account-Sysmeta-Mass-Urgent'] == sysmeta
+    assert 'X-Mass-Urgent' not in sent
+
+
+@pytest.mark.parametrize('path, environ', [
+    ('/v1/AUTH_u', {}),                          # the tenant itself
+    ('/v1/AUTH_u/c', {'reseller_request': True}),  # not an account
+])
+def test_nobody_else_sets_the_mark(path, environ):
+    mass, accounts, _ = make()
+    get(mass, path, 'POST', headers={'X-Mass-Urgent': 'true'}, **environ)
+    sent = accounts.requests[-1][2]
+    assert 'X-Account-Sysmeta-Mass-Urgent' not in sent
+    assert 'X-Mass-Urgent' not in sent
+
+
+def test_writes_to_an_account_do_not_look_it_up():
+    mass, accounts, _ = make()
+    for method in ('PUT', 'POST', 'DELETE'):
+        get(mass, '/v1/AUTH_u', method, reseller_request=True)
+    assert accounts.heads() == []
+
+
+@pytest.mark.parametrize('method', ['HEAD', 'GET'])
+def test_a_reseller_admin_sees_the_mark(method):
+    mass, accounts, _ = make()
+    resp = get(mass, '/v1/AUTH_u', method, reseller_request=True)
+    assert resp.headers['X-Mass-Urgent'] == 'false'
+    mark(accounts)
+    resp = get(mass, '/v1/AUTH_u', method, reseller_request=True)
+    assert resp.headers['X-Mass-Urgent'] == 'true'
+
+
+def test_nobody_else_sees_the_mark():
+    mass, accounts, _ = make()
+    mark(accounts)
+    assert 'X-Mass-Urgent' not in get(mass, '/v1/AUTH_u', 'HEAD').headers
+    assert 'X-Mass-Urgent' not in get(
+        mass, '/v1/AUTH_u/c', 'HEAD', reseller_request=True).headers
+
+
+def test_known_tenants_are_bounded(monkeypatch):
+    monkeypatch.setattr(marks, 'MAX_KNOWN', 3)
+    mass, accounts, _ = make()
+    for n in range(7):
+        get(mass, '/v1/AUTH_%d/c' % n)
+    assert len(mass.urgent_tenants.known) == 3
+    assert len(accounts.heads()) == 7
+    get(mass, '/v1/AUTH_6/c')  # still known: no lookup
+    assert len(accounts.heads()) == 7
+
+
+@pytest.mark.parametrize('value', ['-1', 'soon', '3601'])
+def test_bad_recheck_stops_startup(value):
+    with pytest.raises(ConfigError) as caught:
+        make(recheck=value)
+    assert 'urgent_recheck_seconds' in str(caught.value)
+    assert 'allowed' in str(caught.value)
+
+
+# --- migrating, through the filter ------------------------------------------
+
+def migrating_filter(**conf):
+    app = RecordingApp()
+    # no urgent-mark lookups: app.environs holds only the request itself
+    return proxy.filter_factory({}, control_loop='false',
+                                urgent_recheck_seconds='0', **conf)(app), app
+
+
+def marked(path, method, mark='target=bulk; since=1', **environ):
+    req = Request.blank(path, environ=dict(REQUEST_METHOD=method,
+                                           **environ))
+    headers = {'X-Container-Sysmeta-Mass-Migrating': mark} if mark else {}
+    req.environ['swift.infocache'] = {
+        get_cache_key('AUTH_t', 'c'): headers_to_container_info(headers,
+                                                                200)}
+    return req
+
+
+@pytest.mark.parametrize('path,method', [
+    ('/v1/AUTH_t/c/o', 'PUT'), ('/v1/AUTH_t/c/o', 'POST'),
+    ('/v1/AUTH_t/c/o', 'DELETE'), ('/v1/AUTH_t/c', 'POST'),
+    ('/v1/AUTH_t/c', 'PUT'), ('/v1/AUTH_t/c', 'DELETE')])
+def test_writes_to_a_marked_container_are_refused(path, method):
+    filt, app = migrating_filter()
+    resp = marked(path, method).get_response(filt)
+    assert resp.status_int == 503
+    assert resp.headers['Retry-After'] == \
+        str(mass_conf.DEFAULT_MIGRATE_RETRY_AFTER)
+    assert app.environs == []
+
+
+@pytest.mark.parametrize('method', ['GET', 'HEAD'])
+def test_reads_of_a_marked_container_are_served(method):
+    filt, app = migrating_filter()
+    assert marked('/v1/AUTH_t/c/o', method).get_response(
+        filt).status_int == 200
+
+
+def test_unmarked_containers_and_reseller_admins_are_written_to():
+    filt, app = migrating_filter()
+    assert marked('/v1/AUTH_t/c/o', 'PUT', mark=None).get_response(
+        filt).status_int == 200
+    assert marked('/v1/AUTH_t/c/o', 'PUT',
+                  reseller_request=True).get_response(filt).status_int == 200
+    assert len(app.environs) == 2
+
+
+def test_only_a_reseller_admin_sets_the_migrating_mark():
+    filt, app = migrating_filter()
+    for reseller in (False, True):
+        req = Request.blank('/v1/AUTH_t/new', method='PUT', headers={
+            'X-Mass-Migrating': 'target=bulk'})
+        if reseller:
+            req.environ['reseller_request'] = True
+        req.environ['swift.infocache'] = {
+            get_cache_key('AUTH_t', 'new'): headers_to_container_info(
+                {}, 404)}
+        assert req.get_response(filt).status_int == 200
+    tenant_env, admin_env = app.environs
+    assert 'HTTP_X_MASS_MIGRATING' not in tenant_env
+    assert marks.MIGRATING.sysmeta_env not in tenant_env
+    assert 'HTTP_X_MASS_MIGRATING' not in admin_env
+    assert admin_env[marks.MIGRATING.sysmeta_env] == 'target=bulk'
+
+
+def container_head(filt, mark, reseller):
+    def backend(env, start_response):
+        headers = [('X-Storage-Policy', 'bulk')]
+        if mark:
+            headers.append(('X-Container-Sysmeta-Mass-Migrating', mark))
+        start_response('204 No Content', headers)
+        return [b'']
+    filt.app = backend
+    req = Request.blank('/v1/AUTH_t/c', method='HEAD')
+    if reseller:
+        req.environ['reseller_request'] = True
+    return req.get_response(filt)
+
+
+def test_the_migrating_mark_shows_to_reseller_admins_only():
+    filt, _ = migrating_filter()
+    shown = container_head(filt, 'target=bulk; since=5', reseller=True)
+    assert shown.headers['X-Mass-Migrating'] == 'target=bulk; since=5'
+    assert 'X-Mass-Migrating' not in container_head(
+        filt, 'target=bulk; since=5', reseller=False).headers
+    assert 'X-Mass-Migrating' not in container_head(
+        filt, None, reseller=True).headers
+
+
+def test_migrate_retry_after_is_configurable():
+    filt, _ = migrating_filter(migrate_retry_after='7')
+    resp = marked('/v1/AUTH_t/c/o', 'PUT').get_response(filt)
+    assert resp.headers['Retry-After'] == '7'

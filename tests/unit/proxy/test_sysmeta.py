@@ -1,0 +1,72 @@
+"""The durable copy of a tenant's policy (swift_mass.proxy.sysmeta): what
+it reads, and how long it believes a tenant has none."""
+import json
+
+from swift.common.swob import Request, Response
+
+from swift_mass.proxy import sysmeta
+from tests.unit.helpers import Clock, Logger
+
+
+class Accounts(object):
+    """The proxy app right of Mass: account HEADs answer with the saved
+    policy, if any."""
+
+    def __init__(self):
+        self.saved = {}
+        self.heads = 0
+
+    def __call__(self, env, start_response):
+        req = Request(env)
+        account = req.path.split('/')[2]
+        if req.method == 'HEAD':
+            self.heads += 1
+            return Response(status=204, headers=self.saved.get(account, {}))(
+                env, start_response)
+        self.saved[account] = dict(req.headers)
+        return Response(status=204)(env, start_response)
+
+
+ENTRY = {'class': 'read', 'ring': 'fast', 'method': 'cache'}
+
+
+def make(**kwargs):
+    accounts, clock = Accounts(), Clock()
+    return sysmeta.AccountSysmeta(accounts, Logger(), clock=clock,
+                                  **kwargs), accounts, clock
+
+
+def test_a_saved_policy_is_loaded():
+    durable, accounts, _ = make()
+    durable.save('AUTH_t', ENTRY)
+    assert json.loads(accounts.saved['AUTH_t'][sysmeta.SYSMETA_POLICY]) \
+        == ENTRY
+    assert durable.load('AUTH_t') == ENTRY
+
+
+def test_a_tenant_without_a_policy_is_not_asked_again_for_a_while():
+    durable, accounts, clock = make(negative_ttl=60)
+    assert durable.load('AUTH_t') is None
+    assert durable.load('AUTH_t') is None
+    assert accounts.heads == 1
+    clock.now += 61
+    assert durable.load('AUTH_t') is None
+    assert accounts.heads == 2
+
+
+def test_a_tenant_some_leader_decided_for_is_asked_again_at_once():
+    durable, accounts, _ = make()
+    assert durable.load('AUTH_t') is None
+    accounts.saved['AUTH_t'] = {sysmeta.SYSMETA_POLICY: json.dumps(ENTRY)}
+    durable.known({'AUTH_t': ENTRY})
+    assert durable.load('AUTH_t') == ENTRY
+
+
+def test_tenants_without_a_policy_are_bounded(monkeypatch):
+    monkeypatch.setattr(sysmeta, 'MAX_ABSENT', 3)
+    durable, accounts, _ = make()
+    for n in range(7):
+        durable.load('AUTH_%d' % n)
+    assert len(durable._absent) == 3
+    durable.load('AUTH_6')
+    assert accounts.heads == 7
