@@ -1,5 +1,5 @@
-"""``swift-mass bench``: several tenants' workloads at once against a SAIO,
-compared across modes in one run.
+"""``tools/bench`` (``python3 -m mass_bench``): several tenants' workloads
+at once against a SAIO, compared across modes in one run.
 
 Modes, all on the same cluster:
 
@@ -33,9 +33,11 @@ Results: a table on stdout, ``results.json``, and PNG plots (throughput and
 latency per mode; a timeline for staged runs) in ``--out``.  Benchmarks are
 not tests: nothing here asserts a speed.
 """
+import argparse
 import collections
 import http.client
 import json
+import logging
 import multiprocessing
 import os
 import platform
@@ -46,7 +48,11 @@ import threading
 import time
 import urllib.parse
 
+from swift.common.utils import readconf
+from swiftclient.client import get_auth
+
 from mass_bench import workloads
+from swift_mass.control.store import ResilientStore, store_from_conf
 
 MODES = ('default', 'static', 'mass')
 DEFAULT_TENANTS = ('photos:web:web=A', 'dbdump:dump:dump=B',
@@ -82,13 +88,7 @@ class Tenant(object):
                    workloads.parse(spec))
 
     def authenticate(self, auth_url):
-        status, headers, _ = request('GET', auth_url, {
-            'X-Auth-User': self.user, 'X-Auth-Key': self.key})
-        if status // 100 != 2:
-            raise RuntimeError('cannot authenticate %s: %d' % (self.user,
-                                                               status))
-        self.url = headers['x-storage-url']
-        self.token = headers['x-auth-token']
+        self.url, self.token = get_auth(auth_url, self.user, self.key)
 
     @property
     def account(self):
@@ -98,6 +98,8 @@ class Tenant(object):
 class Connection(object):
     """One keep-alive HTTP connection to the proxy, reopened after an
     error."""
+    # Not swiftclient's: a client here times one request as the proxy
+    # answers it, with no retry, re-authentication or body held in memory.
 
     def __init__(self, url, timeout=60):
         parsed = urllib.parse.urlsplit(url)
@@ -127,16 +129,6 @@ class Connection(object):
                 self.conn.close()
             self.conn = None
             return ERROR, {}, 0
-
-
-def request(method, url, headers, body=None):
-    parsed = urllib.parse.urlsplit(url)
-    conn = Connection('%s://%s' % (parsed.scheme, parsed.netloc))
-    path = parsed.path + ('?' + parsed.query if parsed.query else '')
-    status, resp_headers, length = conn.request(method, path, headers, body)
-    if conn.conn is not None:
-        conn.conn.close()
-    return status, resp_headers, length
 
 
 # ------------------------------------------------------------- the clients
@@ -196,11 +188,14 @@ def tenant_process(tenant, workload, container, names, start, stop_at,
 
 # ------------------------------------------------------------- statistics
 
-def percentile(sorted_values, fraction):
-    if not sorted_values:
-        return None
-    return sorted_values[min(len(sorted_values) - 1,
-                             int(len(sorted_values) * fraction))]
+def percentile(values, fraction):
+    """The ``fraction`` (0.01 to 0.99) percentile of ``values``, by
+    linear interpolation between the closest ranks; None without values."""
+    if len(values) < 2:
+        # statistics.quantiles wants two values before Python 3.13
+        return values[0] if values else None
+    return statistics.quantiles(values, n=100, method='inclusive')[
+        round(fraction * 100) - 1]
 
 
 def summarise(rows, warmup, seconds):
@@ -277,8 +272,7 @@ class Bench(object):
 
     def _store(self):
         if self.store is None:
-            from swift_mass.cli import main as cli
-            conf, self.store, settings = cli.load(self.conf)
+            conf, self.store = shared_store(self.conf)
             if self.settle is None:
                 # every worker loads the table within one interval
                 self.settle = 2 * float(conf.get('interval', 5)) + 0.5
@@ -614,7 +608,24 @@ def staged_scenario(name, tenants):
     raise ValueError('--staged: external or internal')
 
 
+def shared_store(conf_path):
+    """``(conf, store)``: the ``[filter:mass]`` section of the proxy config
+    ``conf_path`` and the shared store it names (the SAIO's: Redis), where
+    the proxies read pins and write the policy table."""
+    conf = readconf(conf_path, 'filter:mass')
+    store = store_from_conf(conf, logging.getLogger('mass_bench'))
+    if not isinstance(store, ResilientStore):
+        raise RuntimeError('%s: [filter:mass] store = local: the proxies '
+                           'share no store to pin tenants in' % conf_path)
+    # the first of the chain: Redis (memcache, without the proxies' client,
+    # would be worker-local here)
+    return conf, store.primary
+
+
 def add_arguments(parser):
+    parser.add_argument('--conf', default=PROXY_CONF,
+                        help='proxy config with the [filter:mass] section '
+                        'naming the shared store (default %s)' % PROXY_CONF)
     parser.add_argument(
         '--tenant', action='append', metavar='ACCOUNT:USER:KEY=WORKLOAD',
         help='a tenant and its workload: a preset (%s) and/or fields '
@@ -644,7 +655,12 @@ def add_arguments(parser):
     parser.add_argument('--no-plots', action='store_true')
 
 
-def main(args):
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog='tools/bench', description='Tenants\' workloads against a '
+        'SAIO, compared with and without Mass (mass_bench.bench).')
+    add_arguments(parser)
+    args = parser.parse_args(argv)
     try:
         tenants = [Tenant.parse(t) for t in (args.tenant or
                                              DEFAULT_TENANTS)]
@@ -662,7 +678,7 @@ def main(args):
             tenant.workload = workloads.scaled(
                 tenant.workload.with_options(**options), args.scale)
     except ValueError as err:
-        print('swift-mass bench: %s' % err, file=sys.stderr)
+        print('tools/bench: %s' % err, file=sys.stderr)
         return 2
     bench = Bench(tenants, args.auth_url, saio=args.saio, conf=args.conf,
                   progress=_progress)
@@ -684,7 +700,8 @@ def main(args):
             # leave the cluster as it was found: Mass in the pipelines
             bench._pipeline('with')
     result.update({
-        'command': ' '.join(['swift-mass', 'bench'] + sys.argv[2:]),
+        'command': ' '.join(['tools/bench'] + (
+            sys.argv[1:] if argv is None else list(argv))),
         'machine': machine(), 'seconds': round(time.time() - began, 1),
         'tenants': {t.label: {'user': t.user, 'account': t.account,
                               'workload': _workload_dict(t.workload)}

@@ -1,4 +1,4 @@
-"""PNG plots of ``swift-mass bench`` results (matplotlib, no display).
+"""PNG plots of ``tools/bench`` results (matplotlib, no display).
 
 * ``throughput.png`` and ``latency.png``: per tenant, one bar per mode
   (median over cycles), with the min-max over cycles as error bars;

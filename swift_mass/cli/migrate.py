@@ -35,12 +35,15 @@ import json
 import math
 import os
 import socket
+import sys
 import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
 from swiftclient.exceptions import ClientException
+
+from swift_mass.cli import client, output
 
 JOURNAL_CONTAINER = '.mass-migrate'
 STAGING_PREFIX = '.mass-migrate-'
@@ -416,16 +419,10 @@ class Migrator(object):
 
     # --- reading ---------------------------------------------------------
 
-    def listing(self, container, page=10000):
-        """Every object entry of ``container``, page by page (marker)."""
-        entries, marker = [], ''
-        while True:
-            _, page_entries = self.conn.get_container(
-                container, marker=marker, limit=page)
-            if not page_entries:
-                return entries
-            entries.extend(page_entries)
-            marker = page_entries[-1]['name']
+    def listing(self, container):
+        """Every object entry of ``container`` (swiftclient asks for it
+        page by page)."""
+        return self.conn.get_container(container, full_listing=True)[1]
 
     def head_container(self, container):
         try:
@@ -825,51 +822,10 @@ class Migrator(object):
 
 # --- the command ----------------------------------------------------------
 
-def account_url(storage_url, account):
-    """The operator's storage URL turned to ``account``'s: the same
-    endpoint, the last path segment replaced (``.../v1/AUTH_x``)."""
-    base = storage_url.rstrip('/').rsplit('/', 1)[0]
-    return '%s/%s' % (base, urllib.parse.quote(account, safe=''))
-
-
-def tenant_connector(auth_url, user, key, tenant, retries=5,
-                     auth_retries=2):
-    """``(url, connect)``: ``tenant``'s storage URL, and a function that
-    makes swiftclient Connections on it with the operator's credentials,
-    all sharing one authentication (each authenticates again on a 401)."""
-    from swiftclient.client import Connection
-
-    storage_url, token = Connection(auth_url, user, key,
-                                    retries=auth_retries).get_auth()
-    url = account_url(storage_url, tenant)
-
-    def connect():
-        return Connection(auth_url, user, key, preauthurl=url,
-                          preauthtoken=token, retries=retries)
-    return url, connect
-
-
-def credentials(args, environ=os.environ):
-    """``(auth_url, user, key)`` from the options, else from ST_AUTH,
-    ST_USER and ST_KEY as swiftclient's ``swift`` reads them; no default:
-    an operator says who acts."""
-    found = (args.auth_url or environ.get('ST_AUTH'),
-             args.user or environ.get('ST_USER'),
-             args.key or environ.get('ST_KEY'))
-    if not all(found):
-        missing = [name for name, value in zip(
-            ('--auth-url/ST_AUTH', '--user/ST_USER', '--key/ST_KEY'), found)
-            if not value]
-        raise MigrationError(
-            'swift-mass acts on the tenant\'s account as a reseller admin; '
-            'missing %s' % ', '.join(missing))
-    return found
-
-
 def command(args, table, progress):
     """``swift-mass migrate plan|run``: the result for --json."""
-    auth_url, user, key = credentials(args)
-    url, connect = tenant_connector(auth_url, user, key, args.tenant)
+    auth_url, user, key = client.credentials(args)
+    url, connect = client.tenant_connector(auth_url, user, key, args.tenant)
     conn = connect()
     info = conn.get_capabilities()
     if args.action == 'run' and 'mass_migrate' not in info:
@@ -881,15 +837,9 @@ def command(args, table, progress):
                                  info.get('swift', {}).get('policies', []))
     containers = args.containers
     if not containers:
-        # every container but the migration's own, page by page
-        containers, marker = [], ''
-        while True:
-            _, page = conn.get_account(marker=marker, limit=10000)
-            if not page:
-                break
-            containers.extend(c['name'] for c in page
-                              if not is_ours(c['name']))
-            marker = page[-1]['name']
+        # every container but the migration's own
+        containers = [c['name'] for c in conn.get_account(
+            full_listing=True)[1] if not is_ours(c['name'])]
     migrator = Migrator(connect, target, progress, workers=args.concurrency,
                         settle=args.settle, lock_ttl=args.lock_ttl)
     if not args.containers:
@@ -930,3 +880,42 @@ def text(result):
                              row['restored'], row['kept_newer'],
                              row.get('seconds')))
     return '\n'.join(lines)
+
+
+def progress(message):
+    print('swift-mass migrate: %s' % message, file=sys.stderr, flush=True)
+
+
+def run(args):
+    """``swift-mass migrate``: the target from --policy, else from the
+    tenant's entry in the policy table of the shared store (--conf)."""
+    if args.policy:
+        return output.emit(args, lambda: command(args, {}, progress), text)
+    from swift_mass.cli import control
+    return control.with_store(args, lambda conf, store, settings: command(
+        args, store.get_table()[1], progress), text)
+
+
+def add_parsers(subparsers):
+    """Register ``migrate plan`` and ``migrate run``."""
+    p = subparsers.add_parser('migrate', help='move a tenant\'s containers '
+                              'to its substore (plan: show what would move)')
+    actions = p.add_subparsers(dest='action', required=True)
+    for action in ('plan', 'run'):
+        p = actions.add_parser(action)
+        p.add_argument('tenant', help='the account, e.g. AUTH_test')
+        p.add_argument('containers', nargs='*', metavar='container',
+                       help='default: all of the tenant\'s containers')
+        p.add_argument('--policy', help='target storage policy (default: '
+                       'the substore of the tenant\'s Mass policy, from '
+                       'the shared store of --conf)')
+        client.add_options(p)
+        p.add_argument('--concurrency', type=int, default=8)
+        p.add_argument('--settle', type=float, default=60.0,
+                       help='seconds between marking a container and its '
+                       'last listing, for writes in flight and cached '
+                       'container info (default 60)')
+        p.add_argument('--lock-ttl', type=int, default=30,
+                       help='seconds the lock of a killed run lasts')
+        output.json_option(p)
+        p.set_defaults(func=run)

@@ -29,8 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from swift.common.ring import RingData
 
-from swift_mass.cli import rings
-from swift_mass.obj.middleware import ADMIN_PATH
+from swift_mass.cli import output, rings
+from swift_mass.tags import QUEUE_ADMIN_PATH
 
 # Summed over every device of every server that answered.
 TOTALS = ('slots_in_use', 'waiting', 'admitted', 'admitted_after_wait',
@@ -48,6 +48,9 @@ def ring_devices(swift_dir):
     storage policy's object ring (``<swift_dir>/swift.conf`` and its ring
     files); removed devices (None in the ring) are left out.  Raises when
     swift.conf or a ring cannot be read: its servers would go unasked."""
+    # Not swift-recon's SwiftRecon.get_hosts: it drops the device names the
+    # report needs and takes its rings from /etc/swift's policies, not
+    # swift_dir's.
     servers = {}
     for policy in rings.load_policies(swift_dir):
         path = os.path.join(swift_dir, policy.ring_name + '.ring.gz')
@@ -77,11 +80,12 @@ def fetch_one(server, timeout):
     saying why there is none.  ``timeout`` (seconds) bounds connecting and
     each read."""
     ip, port = server
-    # http.client rather than urllib: no proxy from the environment
-    # between the operator and the storage network.
+    # http.client rather than urllib (or swift-recon's Scout, which uses
+    # it): no proxy from the environment between the operator and the
+    # storage network, and errors told apart.
     conn = http.client.HTTPConnection(ip, port, timeout=timeout)
     try:
-        conn.request('GET', ADMIN_PATH)
+        conn.request('GET', QUEUE_ADMIN_PATH)
         resp = conn.getresponse()
         body = resp.read()
     except ConnectionRefusedError:
@@ -228,3 +232,32 @@ def format_report(result):
             _tenants(urgent['seen'], urgent['seen_reported'])))
     lines.append('note: ' + result['note'])
     return '\n'.join(lines)
+
+
+def run(args):
+    """``swift-mass queue``: exit status 1 when an object server could not
+    be read (or the rings)."""
+    def compute():
+        devices = ring_devices(args.swift_dir)
+        return report(fetch(sorted(devices), args.timeout), devices)
+    return output.emit(args, compute, format_report,
+                       lambda result: result['errors'])
+
+
+def add_parsers(subparsers):
+    """Register ``queue``."""
+    p = subparsers.add_parser(
+        'queue', help='every object server\'s mass_queue: slots, waiters '
+        'and counts per device (exit 1 when a server could not be read)',
+        description='Asks GET %s of every object server in the '
+        'object rings of swift.conf\'s storage policies.  Figures are per '
+        'object-server worker: each server\'s are those of the worker that '
+        'answered.  Exit status 0 when every server answered, 1 when any '
+        'could not be read (down, or mass_queue not in its pipeline).'
+        % QUEUE_ADMIN_PATH)
+    p.add_argument('--swift-dir', default='/etc/swift',
+                   help='where swift.conf and the ring files are')
+    p.add_argument('--timeout', type=float, default=5.0,
+                   help='seconds to wait for each server (default 5)')
+    output.json_option(p)
+    p.set_defaults(func=run)

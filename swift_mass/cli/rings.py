@@ -1,14 +1,12 @@
 """How each substore's object ring spreads over the cluster's servers.
 
-A substore is a storage policy with its own object ring, often over a
-subset of the devices.  The placement guideline Mass follows
-(../shared/seeds/glusterfs-placement-guideline.txt) is that the data a
+A substore is a storage policy with its own object ring, often over a subset
+of the devices. The placement guideline Mass follows is that the data a
 tenant uses should be spread over all servers: a substore whose ring sits on
 fewer servers than the cluster has makes its tenants queue on those servers
-while the others idle.  ``swift-mass check-rings`` reports, for every
-storage policy of swift.conf, the servers (by IP) and devices its object
-ring uses and each server's share of weight and of partition replicas, and
-warns when
+while the others idle. ``swift-mass check-rings`` reports, for every storage
+policy of swift.conf, the servers (by IP) and devices its object ring uses
+and each server's share of weight and of partition replicas, and warns when
 
 * a substore's ring does not span every server that holds a device of any
   object ring (with weight): the servers it leaves out idle while its
@@ -29,6 +27,8 @@ import os
 
 from swift.common.ring import RingData
 from swift.common.storage_policy import parse_storage_policies
+
+from swift_mass.cli import output
 
 # Warnings name the servers a substore leaves out; past this many they are
 # counted rather than listed.
@@ -206,3 +206,19 @@ def format_report(result):
     lines += ['WARNING: ' + w for w in result['warnings']]
     lines += ['ERROR: ' + e for e in result['errors']]
     return '\n'.join(lines)
+
+
+def add_parsers(subparsers):
+    """Register ``check-rings``: exit status 1 when a ring cannot be read
+    (or, with --strict, on a warning)."""
+    p = subparsers.add_parser('check-rings', help='each storage policy\'s '
+                              'ring spread over servers and devices')
+    p.add_argument('--swift-dir', default='/etc/swift',
+                   help='where swift.conf and the ring files are')
+    p.add_argument('--strict', action='store_true',
+                   help='exit 1 when there is a warning')
+    output.json_option(p)
+    p.set_defaults(func=lambda args: output.emit(
+        args, lambda: report(args.swift_dir), format_report,
+        lambda result: result['errors'] or (
+            args.strict and result['warnings'])))

@@ -11,13 +11,14 @@ reseller admin's. Proxies pick a change up within their
 ``urgent_recheck_seconds`` (``[filter:mass]``, default 30).
 
 The functions take a swiftclient ``Connection`` on the tenant's account
-(:func:`tenant_connection` makes one from operator credentials)::
+(``swift_mass.cli.client.tenant_connection`` makes one from operator
+credentials)::
 
-    conn = tenant_connection(auth_url, user, key, 'AUTH_test')
+    conn = client.tenant_connection(auth_url, user, key, 'AUTH_test')
     set_mark(conn, True)      # POST, then HEAD to check: True
     get_mark(conn)            # True
 """
-from swift_mass.cli import migrate
+from swift_mass.cli import client, output
 
 HEADER = 'X-Mass-Urgent'
 RECHECK_NOTE = ('proxies pick a change up within their '
@@ -26,14 +27,6 @@ RECHECK_NOTE = ('proxies pick a change up within their '
 
 class UrgentError(Exception):
     pass
-
-
-def tenant_connection(auth_url, user, key, tenant, retries=2):
-    """A Connection on ``tenant``'s account with the operator's
-    credentials, as ``swift-mass migrate`` makes them."""
-    _, connect = migrate.tenant_connector(auth_url, user, key, tenant,
-                                          retries, retries)
-    return connect()
 
 
 def shown(headers):
@@ -78,8 +71,8 @@ def command(args):
     """``swift-mass urgent TENANT [--on | --off]``: the result for --json.
     ``args``: tenant, on (True, False or None to show), auth_url, user,
     key."""
-    auth_url, user, key = migrate.credentials(args)
-    conn = tenant_connection(auth_url, user, key, args.tenant)
+    auth_url, user, key = client.credentials(args)
+    conn = client.tenant_connection(auth_url, user, key, args.tenant)
     if args.on is None:
         urgent = get_mark(conn)
     else:
@@ -91,3 +84,25 @@ def text(result):
     """The plain-text form of :func:`command`'s result."""
     return 'tenant: %s\nurgent: %s' % (
         result['tenant'], 'true' if result['urgent'] else 'false')
+
+
+def add_parsers(subparsers):
+    """Register ``urgent``."""
+    p = subparsers.add_parser(
+        'urgent', help='show, set or clear a tenant\'s urgent mark',
+        description='Without --on or --off, shows whether TENANT is marked '
+        'urgent; with them, marks it (or clears the mark) with an account '
+        'POST through the proxy, then checks the mark the proxy shows.  '
+        'Needs a reseller admin\'s credentials and the mass filter in the '
+        'proxy\'s pipeline.  Proxies pick a change up within their '
+        'urgent_recheck_seconds ([filter:mass], default 30).')
+    p.add_argument('tenant', help='the account, e.g. AUTH_test')
+    onoff = p.add_mutually_exclusive_group()
+    onoff.add_argument('--on', action='store_const', const=True,
+                       default=None, help='mark the tenant urgent')
+    onoff.add_argument('--off', action='store_const', const=False,
+                       dest='on', help='clear the mark')
+    client.add_options(p)
+    output.json_option(p)
+    p.set_defaults(func=lambda args: output.emit(
+        args, lambda: command(args), text))

@@ -18,6 +18,7 @@ import requests
 
 from swift.common.storage_policy import POLICIES
 
+from mass_bench.bench import percentile
 from tests.functional.conftest import Tenant
 from tests.functional.waiting import until
 
@@ -119,11 +120,6 @@ class Client(threading.Thread):
                                  resp.headers.get('Retry-After'),
                                  time.time() - start))
             count += 1
-
-
-def percentile(values, share):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def test_noisy_writer_and_urgent_reader(object_servers):

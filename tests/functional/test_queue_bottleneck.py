@@ -2,7 +2,7 @@
 slowed devices of the ``bulk`` substore (tools/saio-slow, 20 write IOPS),
 an urgent writer (marked in account sysmeta) and an urgent reader
 (the object servers' urgent_tenants) on the same devices, with and without
-Mass in the same run (``swift-mass bench --modes default,static``).
+Mass in the same run (``tools/bench --modes default,static``).
 
 The test checks what must hold whatever the speed: every request of every
 tenant succeeds in both modes and every tenant, the noisy one included,

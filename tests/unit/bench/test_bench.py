@@ -1,11 +1,20 @@
 """The benchmark's pure parts: workloads, presets, figures, ratios,
-plots.  Running it against the SAIO is tests/functional/test_bench.py."""
+plots, its command line and its store.  Running it against the SAIO is
+tests/functional/test_bench.py."""
 import collections
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from mass_bench import bench, plots, workloads
 from swift_mass.control import classify
+from swift_mass.control.store import RedisStore
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
 
 
 @pytest.mark.parametrize('name, reads, size, cls', [
@@ -114,10 +123,12 @@ def test_summarise_counts_only_measured_successes():
     assert f['statuses'] == {'200': 90, '503': 10}
 
 
-def test_percentiles():
-    values = list(range(1, 101))
-    assert bench.percentile(values, 0.5) == 51
-    assert bench.percentile(values, 0.99) == 100
+def test_percentiles_interpolate_between_ranks():
+    values = list(range(100, 0, -1))
+    assert bench.percentile(values, 0.5) == 50.5
+    assert bench.percentile(values, 0.99) == pytest.approx(99.01)
+    assert bench.percentile([3.0, 1.0], 0.5) == 2.0
+    assert bench.percentile([7.0], 0.99) == 7.0
     assert bench.percentile([], 0.5) is None
 
 
@@ -227,3 +238,55 @@ def test_all_tenants_together():
     assert s['default']['p99_ms'] is None
     assert s['mass']['throughput_ratio']['cycles'][0] == \
         pytest.approx(200 / 150.0)
+
+
+def test_tools_bench_runs_outside_the_package_and_apart_from_the_cli(
+        tmp_path):
+    # from another directory, as an operator runs it: the checkout is put
+    # on sys.path by tools/bench itself
+    proc = subprocess.run(
+        [os.path.join(ROOT, 'tools', 'bench'), '--modes', 'default,fast'],
+        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=dict(os.environ, PYTHONPATH=''))
+    assert proc.returncode == 2
+    assert proc.stderr == ("tools/bench: --modes: 'default,fast'; allowed: "
+                           "default, static, mass\n")
+    proc = subprocess.run(
+        [sys.executable, '-c', 'import sys, json\n'
+         'from mass_bench import bench, plots, workloads\n'
+         'print(json.dumps(sorted(m for m in sys.modules '
+         'if m.startswith("swift_mass.cli"))))'],
+        cwd=ROOT, stdout=subprocess.PIPE, check=True, text=True)
+    assert json.loads(proc.stdout) == []
+
+
+def test_main_refuses_bad_options_before_touching_the_cluster(capsys):
+    assert bench.main(['--cycles', '0']) == 2
+    assert capsys.readouterr().err == 'tools/bench: --cycles: at least 1\n'
+    assert bench.main(['--tenant', 'photos:web=A']) == 2
+    assert 'ACCOUNT:USER:KEY=WORKLOAD' in capsys.readouterr().err
+
+
+def test_the_store_is_the_one_the_proxies_share(tmp_path):
+    conf = tmp_path / 'proxy-server.conf'
+    conf.write_text('[filter:mass]\nredis_url = redis://127.0.0.1:6399/3\n')
+    section, store = bench.shared_store(str(conf))
+    assert isinstance(store, RedisStore)
+    assert store.url == 'redis://127.0.0.1:6399/3'
+    conf.write_text('[filter:mass]\nstore = local\n')
+    with pytest.raises(RuntimeError, match='store = local'):
+        bench.shared_store(str(conf))
+
+
+def test_tenants_log_in_with_swiftclient(monkeypatch):
+    calls = []
+
+    def get_auth(url, user, key, **kwargs):
+        calls.append((url, user, key))
+        return 'http://p:8080/v1/AUTH_photos', 'AUTH_tk'
+    monkeypatch.setattr(bench, 'get_auth', get_auth)
+    tenant = bench.Tenant.parse('photos:web:web=A')
+    tenant.authenticate('http://p:8080/auth/v1.0')
+    assert calls == [('http://p:8080/auth/v1.0', 'photos:web', 'web')]
+    assert (tenant.url, tenant.token, tenant.account) == (
+        'http://p:8080/v1/AUTH_photos', 'AUTH_tk', 'AUTH_photos')

@@ -1,14 +1,67 @@
-"""swift-mass's own parts that need no cluster."""
-from swift.common.memcached import MemcacheRing
+"""swift-mass's entry: each subcommand registered by its module, and only
+the module of the subcommand given imported."""
+import json
+import subprocess
+import sys
+
+import pytest
 
 from swift_mass.cli import main as cli
 
+COMMANDS = ['status', 'tenants', 'explain', 'pin', 'unpin', 'migrate',
+            'urgent', 'check-rings', 'queue']
 
-def test_store_logger_serves_swifts_memcache_client():
-    # swift-mass commands whose store fell back to memcache died with
-    # AttributeError: the memcache client reports timings to its logger
-    logger = cli.Quiet()
-    ring = MemcacheRing(['127.0.0.1:1'], logger=logger)
-    assert ring.get('mass-store/table') is None
-    ring.set('mass-store/table', 1)
-    assert any('127.0.0.1:1' in m for m in logger.messages)
+
+def modules_imported(*argv):
+    """The modules of swift_mass.cli, mass_bench and swiftclient that
+    parsing ``argv`` imports, in a fresh interpreter."""
+    code = ('import sys, json\n'
+            'from swift_mass.cli import main\n'
+            'main.build_parser(main.subcommand(sys.argv[1:]))'
+            '.parse_args(sys.argv[1:])\n'
+            'print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0]'
+            ' in ("swiftclient", "mass_bench") or m.startswith('
+            '"swift_mass.cli.") or m in ("swift_mass.obj.middleware", '
+            '"swift.common.ring", "redis"))))')
+    out = subprocess.run([sys.executable, '-c', code] + list(argv),
+                         stdout=subprocess.PIPE, check=True, text=True)
+    return set(json.loads(out.stdout))
+
+
+def test_a_subcommand_imports_its_module_only():
+    assert modules_imported('--json', 'queue', '--timeout', '1') == {
+        'swift_mass.cli.main', 'swift_mass.cli.output',
+        'swift_mass.cli.queue', 'swift_mass.cli.rings', 'swift.common.ring'}
+    urgent = modules_imported('urgent', 'AUTH_t', '--on')
+    assert 'swift_mass.cli.migrate' not in urgent
+    assert 'swift_mass.cli.client' in urgent
+    assert 'redis' not in urgent
+    status = modules_imported('--conf', 'x.conf', 'status')
+    assert 'swift_mass.cli.control' in status
+    assert not any(m.startswith('swiftclient') for m in status)
+
+
+def test_every_subcommand_is_registered_and_bench_is_not(capsys):
+    parser = cli.build_parser()
+    for command in COMMANDS:
+        assert cli.subcommand([command]) == command
+        args = parser.parse_args(
+            [command] + {'explain': ['T'], 'pin': ['T', '--class', 'read'],
+                         'unpin': ['T'], 'urgent': ['T'],
+                         'migrate': ['plan', 'T']}.get(command, []))
+        assert callable(args.func)
+    with pytest.raises(SystemExit):
+        cli.main(['bench'])
+    assert "invalid choice: 'bench'" in capsys.readouterr().err
+
+
+def test_subcommand_skips_the_top_options():
+    assert cli.subcommand(['--conf', 'p.conf', '--json', 'pin', 'T']) == \
+        'pin'
+    assert cli.subcommand(['--help']) is None
+    assert cli.subcommand(['--conf']) is None
+    assert cli.build_parser('queue').parse_args(
+        ['--json', 'queue']).json is True
+    assert cli.build_parser('queue').parse_args(
+        ['queue', '--json']).json is True
+    assert cli.build_parser('queue').parse_args(['queue']).json is False

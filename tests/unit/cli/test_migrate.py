@@ -13,7 +13,7 @@ from swift.proxy.controllers.base import get_cache_key, \
     headers_to_container_info
 from swiftclient.exceptions import ClientException
 
-from swift_mass.cli import main as cli, migrate
+from swift_mass.cli import control, main as cli, migrate
 from swift_mass.proxy import migrating
 from swift_mass.proxy import middleware as proxy
 from tests.unit.helpers import RecordingApp
@@ -127,9 +127,13 @@ class FakeSwift(object):
 
 
 class FakeConn(object):
-    def __init__(self, swift, reseller=True):
+    """swiftclient's Connection on the account; listings come a page of
+    ``page`` entries at a time, whole only with ``full_listing``."""
+
+    def __init__(self, swift, reseller=True, page=10000):
         self.swift = swift
         self.reseller = reseller
+        self.page = page
 
     def _container(self, name):
         container = self.swift.containers.get(name)
@@ -145,10 +149,18 @@ class FakeConn(object):
     def get_capabilities(self):
         return {'mass_migrate': {}, 'swift': {'policies': POLICIES}}
 
-    def get_account(self, marker='', limit=10000):
+    def _listed(self, entries, limit, full_listing):
+        # as Swift and swiftclient: a page at most per request, and with
+        # full_listing every page, asked for from the last name on
+        if full_listing:
+            return entries
+        return entries[:min(limit or self.page, self.page)]
+
+    def get_account(self, marker='', limit=None, full_listing=False):
         self.swift.alive()
         names = sorted(n for n in self.swift.containers if n > marker)
-        return {}, [{'name': n} for n in names[:limit]]
+        return {}, self._listed([{'name': n} for n in names], limit,
+                                full_listing)
 
     def head_container(self, name):
         self.swift.alive()
@@ -163,13 +175,13 @@ class FakeConn(object):
             'X-Container-Bytes-Used': str(sum(
                 len(o['body']) for o in objects))}))
 
-    def get_container(self, name, marker='', limit=10000, prefix='',
+    def get_container(self, name, marker='', limit=None, prefix='',
                       full_listing=False):
         self.swift.alive()
         self._container(name)
         entries = [e for e in self.swift.listing(name)
                    if e['name'] > marker and e['name'].startswith(prefix)]
-        return {}, entries if full_listing else entries[:limit]
+        return {}, self._listed(entries, limit, full_listing)
 
     def put_container(self, name, headers=None):
         headers = {k.lower(): v for k, v in (headers or {}).items()}
@@ -475,17 +487,6 @@ def test_phase_decisions():
         'empty'
 
 
-def test_credentials_come_from_options_or_env_never_a_default():
-    args = argparse.Namespace(auth_url=None, user='op:op', key=None)
-    with pytest.raises(migrate.MigrationError, match='ST_AUTH.*ST_KEY'):
-        migrate.credentials(args, environ={})
-    assert migrate.credentials(args, environ={
-        'ST_AUTH': 'http://a/auth/v1.0', 'ST_KEY': 'k'}) == (
-        'http://a/auth/v1.0', 'op:op', 'k')
-    assert migrate.account_url('http://p:8080/v1/AUTH_admin', 'AUTH_t x') \
-        == 'http://p:8080/v1/AUTH_t%20x'
-
-
 # --- the procedure ----------------------------------------------------------
 
 def test_moves_every_kind_of_object_with_its_metadata():
@@ -713,13 +714,13 @@ def test_a_different_target_for_a_move_under_way_is_refused():
         other.run('c')
 
 
-def test_large_listings_are_paged():
+def test_large_listings_are_read_whole():
     swift = FakeSwift()
     swift.add_container('c')
     for i in range(25):
         swift.add_object('c', 'o%02d' % i, body=b'%d' % i)
-    m = migrator(swift)
-    assert [e['name'] for e in m.listing('c', page=10)] == \
+    m = migrate.Migrator(lambda: FakeConn(swift, page=10), 'bulk')
+    assert [e['name'] for e in m.listing('c')] == \
         ['o%02d' % i for i in range(25)]
 
 
@@ -834,17 +835,21 @@ def fake_swiftclient(monkeypatch, swift, info=None):
     seen = []
 
     class Connection(FakeConn):
-        def __init__(self, authurl, user, key, preauthurl=None, **kwargs):
-            super(Connection, self).__init__(swift)
+        def __init__(self, authurl, user, key, preauthurl=None,
+                     preauthtoken=None, **kwargs):
+            # a page of one: listings are whole only when asked so
+            super(Connection, self).__init__(swift, page=1)
+            assert preauthtoken == 'token'
             seen.append(preauthurl)
-
-        def get_auth(self):
-            return 'http://p/v1/AUTH_op', 'token'
 
         def get_capabilities(self):
             return info if info is not None else \
                 super(Connection, self).get_capabilities()
+
+    def get_auth(authurl, user, key, **kwargs):
+        return 'http://p/v1/AUTH_op', 'token'
     monkeypatch.setattr(swiftclient.client, 'Connection', Connection)
+    monkeypatch.setattr(swiftclient.client, 'get_auth', get_auth)
     return seen
 
 
@@ -899,7 +904,16 @@ def test_cli_registers_migrate_plan_and_run(monkeypatch, capsys):
                                 'phase': None}]}
 
     monkeypatch.setattr(migrate, 'command', fake_command)
-    monkeypatch.setattr(cli, 'load', lambda conf: ({}, None, None))
+
+    class Store(object):
+        def get_table(self):
+            return 7, {'AUTH_t': {'class': 'write', 'ring': 'bulk'}}
+    loaded = []
+
+    def load(conf):
+        loaded.append(conf)
+        return {}, Store(), None
+    monkeypatch.setattr(control, 'load', load)
     assert cli.main(['migrate', 'plan', 'AUTH_t', 'c', '--policy', 'bulk',
                      '--json']) == 0
     out, err = capsys.readouterr()
@@ -908,5 +922,20 @@ def test_cli_registers_migrate_plan_and_run(monkeypatch, capsys):
     assert cli.main(['migrate', 'run', 'AUTH_t', '--policy', 'bulk']) == 0
     out, _ = capsys.readouterr()
     assert 'c' in out and 'standard' in out and 'yes' in out
+    # --policy needs no store; without it, the tenant's entry is read
+    assert loaded == []
+    assert cli.main(['--conf', 'p.conf', 'migrate', 'plan', 'AUTH_t']) == 0
+    assert loaded == ['p.conf']
     assert calls == [('plan', 'AUTH_t', ['c'], 'bulk', True, {}),
-                     ('run', 'AUTH_t', [], 'bulk', False, {})]
+                     ('run', 'AUTH_t', [], 'bulk', False, {}),
+                     ('plan', 'AUTH_t', [], None, False,
+                      {'AUTH_t': {'class': 'write', 'ring': 'bulk'}})]
+
+
+def test_cli_without_policy_stops_on_a_bad_store_config(monkeypatch,
+                                                        capsys):
+    def load(conf):
+        raise control.ConfigError('[filter:mass] store = local: no')
+    monkeypatch.setattr(control, 'load', load)
+    assert cli.main(['migrate', 'plan', 'AUTH_t']) == 2
+    assert 'store = local' in capsys.readouterr().err

@@ -6,7 +6,6 @@ import threading
 
 import pytest
 from swiftclient.client import Connection
-from swiftclient.exceptions import ClientException
 
 from swift_mass.cli import main as cli, urgent as urgent_mark
 from swift_mass.cli.urgent import UrgentError
@@ -175,20 +174,6 @@ def test_a_mark_that_did_not_take(start):
     assert str(err.value) == (
         'X-Mass-Urgent was posted to %s/v1/AUTH_test but the proxy shows '
         'X-Mass-Urgent: false' % proxy.url)
-
-
-def test_tenant_connection_is_the_operators_on_the_tenants_account(start):
-    proxy = start()
-    conn = urgent_mark.tenant_connection(
-        proxy.url + '/auth/v1.0', 'admin:admin', 'admin', 'AUTH_test')
-    assert conn.url == proxy.url + '/v1/AUTH_test'
-    assert urgent_mark.set_mark(conn, True) is True
-    assert proxy.marks == {'AUTH_test': True}
-    assert proxy.requests[0][2]['X-Auth-Token'] == 'AUTH_tk_admin'
-    with pytest.raises(ClientException):
-        urgent_mark.tenant_connection(proxy.url + '/auth/v1.0',
-                                      'admin:admin', 'wrong', 'AUTH_test',
-                                      retries=0)
 
 
 def run(capsys, *argv):

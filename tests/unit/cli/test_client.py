@@ -1,0 +1,59 @@
+"""The operator's connections on a tenant's account, against the small
+proxy of test_urgent (tempauth v1.0, account HEAD and POST)."""
+import argparse
+
+import pytest
+from swiftclient.exceptions import ClientException
+
+from swift_mass.cli import client
+from tests.unit.cli.test_urgent import start  # noqa: F401 (fixture)
+
+
+def options(auth_url=None, user=None, key=None):
+    return argparse.Namespace(auth_url=auth_url, user=user, key=key)
+
+
+def test_credentials_come_from_options_or_env_never_a_default():
+    args = options(user='op:op')
+    with pytest.raises(client.MissingCredentials, match='ST_AUTH.*ST_KEY'):
+        client.credentials(args, environ={})
+    assert client.credentials(args, environ={
+        'ST_AUTH': 'http://a/auth/v1.0', 'ST_USER': 'env:env',
+        'ST_KEY': 'k'}) == ('http://a/auth/v1.0', 'op:op', 'k')
+
+
+def test_account_url_is_the_same_endpoint_on_another_account():
+    assert client.account_url('http://p:8080/v1/AUTH_admin', 'AUTH_t x') \
+        == 'http://p:8080/v1/AUTH_t%20x'
+    assert client.account_url('https://p/swift/v1/AUTH_a/', 'AUTH_b') == \
+        'https://p/swift/v1/AUTH_b'
+
+
+def test_tenant_connection_is_the_operators_on_the_tenants_account(
+        start):  # noqa: F811
+    proxy = start()
+    conn = client.tenant_connection(
+        proxy.url + '/auth/v1.0', 'admin:admin', 'admin', 'AUTH_test')
+    assert conn.url == proxy.url + '/v1/AUTH_test'
+    conn.post_account({'X-Mass-Urgent': 'true'})
+    assert proxy.marks == {'AUTH_test': True}
+    assert proxy.requests[0][2]['X-Auth-Token'] == 'AUTH_tk_admin'
+    with pytest.raises(ClientException):
+        client.tenant_connection(proxy.url + '/auth/v1.0', 'admin:admin',
+                                 'wrong', 'AUTH_test', retries=0)
+
+
+def test_connections_share_one_login_and_keep_the_account_on_a_401(
+        start):  # noqa: F811
+    proxy = start()
+    url, connect = client.tenant_connector(
+        proxy.url + '/auth/v1.0', 'admin:admin', 'admin', 'AUTH_test')
+    assert url == proxy.url + '/v1/AUTH_test'
+    first, second = connect(), connect()
+    assert first.token == second.token == 'AUTH_tk_admin'
+    # an expired token: swiftclient logs in again, on the same account
+    first.token = 'AUTH_tk_expired'
+    first.head_account()
+    assert [(method, path) for method, path, _ in proxy.requests] == [
+        ('HEAD', '/v1/AUTH_test'), ('HEAD', '/v1/AUTH_test')]
+    assert proxy.requests[-1][2]['X-Auth-Token'] == 'AUTH_tk_admin'
