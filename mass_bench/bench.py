@@ -52,6 +52,7 @@ from swift.common.utils import readconf
 from swiftclient.client import get_auth
 
 from mass_bench import workloads
+from swift_mass.conf import MassConf
 from swift_mass.control.store import ResilientStore, store_from_conf
 
 MODES = ('default', 'static', 'mass')
@@ -613,7 +614,7 @@ def shared_store(conf_path):
     ``conf_path`` and the shared store it names (the SAIO's: Redis), where
     the proxies read pins and write the policy table."""
     conf = readconf(conf_path, 'filter:mass')
-    store = store_from_conf(conf, logging.getLogger('mass_bench'))
+    store = store_from_conf(MassConf(conf), logging.getLogger('mass_bench'))
     if not isinstance(store, ResilientStore):
         raise RuntimeError('%s: [filter:mass] store = local: the proxies '
                            'share no store to pin tenants in' % conf_path)

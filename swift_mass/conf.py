@@ -214,8 +214,8 @@ class MergeConf(object):
     """The ``merge_*`` options (swift_mass.proxy.methods.merge)."""
 
     def __init__(self, conf, section=SECTION):
-        self.wait = float_option(conf, section, 'merge_wait_seconds', 10.0,
-                                 0.0, 300.0)
+        self.wait_seconds = float_option(
+            conf, section, 'merge_wait_seconds', 10.0, 0.0, 300.0)
 
 
 class MassConf(object):

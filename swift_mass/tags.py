@@ -45,6 +45,13 @@ ENV_PRIORITY = 'mass.priority'
 ENV_POLICY = 'mass.policy'
 ENV_CLASS = 'mass.class'
 
+# Operators' marks, sent by ``swift-mass`` on a PUT or POST of a container
+# or account and kept by ``mass`` in its sysmeta (swift_mass.proxy.marks).
+# On a container: swift-mass migrate is moving it; writes are refused.
+MIGRATING_MARK_HEADER = 'X-Mass-Migrating'
+# On an account: the tenant's requests get mass_queue's reserved slots.
+URGENT_MARK_HEADER = 'X-Mass-Urgent'
+
 # The object servers' queue state, answered by mass_queue, read by
 # ``swift-mass queue``.
 QUEUE_ADMIN_PATH = '/mass_queue'

@@ -22,12 +22,9 @@ from swift.common.memcached import load_memcache
 from swift.common.utils import readconf
 
 from swift_mass.cli import output
-from swift_mass.conf import ConfigError, control_settings, int_option, \
-    substore_option
+from swift_mass.conf import SECTION, ConfigError, MassConf, substore_option
 from swift_mass.control import classify, controller, monitor
 from swift_mass.control.store import ResilientStore, store_from_conf
-
-SECTION = 'filter:mass'
 
 
 class Quiet(object):
@@ -52,10 +49,13 @@ class Quiet(object):
 
 
 def load(conf_path):
-    conf = readconf(conf_path, SECTION)
+    """The proxy's ``[filter:mass]`` (a MassConf, parsed as the filter
+    parses it), its shared store and its control settings."""
+    raw = readconf(conf_path, SECTION)
+    conf = MassConf(raw)
     logger = Quiet()
     store = store_from_conf(conf, logger,
-                            memcache=load_memcache(conf, logger))
+                            memcache=load_memcache(raw, logger))
     if not isinstance(store, ResilientStore):
         raise ConfigError('[%s] store = local: each proxy worker keeps its '
                           'own state; there is no shared store to read'
@@ -63,12 +63,12 @@ def load(conf_path):
     # the shared store itself, not the worker-local fallback
     while isinstance(store.primary, ResilientStore):
         store = store.primary
-    return conf, store.primary, control_settings(conf, SECTION)
+    return conf, store.primary, conf.control
 
 
 def figures_now(store, settings, conf):
-    bucket = int_option(conf, SECTION, 'bucket_seconds', 5, 1)
-    since = monitor.window_buckets(time.time(), settings.window, bucket)
+    since = monitor.window_buckets(time.time(), settings.window,
+                                   conf.bucket_seconds)
     return {tenant: monitor.figures(buckets.values())
             for tenant, buckets in store.read_counts(since).items()}
 
@@ -115,6 +115,7 @@ def tenants(args, conf, store, settings):
             'method': entry.get('method'),
             'pinned': entry.get('pinned', False),
             'since': entry.get('since'),
+            'reason': entry.get('reason'),
             'figures': figures_dict(figures.get(tenant)),
         })
     return rows

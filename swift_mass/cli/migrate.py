@@ -43,11 +43,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 from swiftclient.exceptions import ClientException
 
+from swift_mass import tags
 from swift_mass.cli import client, output
 
 JOURNAL_CONTAINER = '.mass-migrate'
 STAGING_PREFIX = '.mass-migrate-'
-MARK_HEADER = 'X-Mass-Migrating'
+MARK_HEADER = tags.MIGRATING_MARK_HEADER
 PHASES = ('copy', 'empty', 'restore', 'cleanup')
 # copy passes before a phase gives up on objects it cannot copy
 PASSES = 3

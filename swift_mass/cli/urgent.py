@@ -18,9 +18,10 @@ credentials)::
     set_mark(conn, True)      # POST, then HEAD to check: True
     get_mark(conn)            # True
 """
+from swift_mass import tags
 from swift_mass.cli import client, output
 
-HEADER = 'X-Mass-Urgent'
+HEADER = tags.URGENT_MARK_HEADER
 RECHECK_NOTE = ('proxies pick a change up within their '
                 'urgent_recheck_seconds ([filter:mass], default 30)')
 

@@ -2,7 +2,7 @@
 proxy in its sysmeta.
 
 ``swift-mass`` sets a mark with a header on a PUT or POST of the account or
-container itself (:mod:`swift_mass.proxy.mark_names`).  The ``mass`` filter
+container itself (named in :mod:`swift_mass.tags`).  The ``mass`` filter
 takes that header only from a reseller admin (``reseller_request``, set by
 tempauth and keystoneauth before the request reaches it) and keeps it in
 sysmeta, which no client can read, set or remove; anybody else's is
@@ -45,7 +45,6 @@ from swift.proxy.controllers.base import get_account_info, \
     get_container_info
 
 from swift_mass import tags
-from swift_mass.proxy.mark_names import MIGRATING_HEADER, URGENT_HEADER
 
 WRITES = ('PUT', 'POST', 'DELETE')
 # Tenants a worker remembers; beyond it, the oldest is forgotten (one more
@@ -156,8 +155,8 @@ class UrgentMark(Mark):
             self.sysmeta_key))
 
 
-MIGRATING = MigratingMark(MIGRATING_HEADER, 'container')
-URGENT = UrgentMark(URGENT_HEADER, 'account')
+MIGRATING = MigratingMark(tags.MIGRATING_MARK_HEADER, 'container')
+URGENT = UrgentMark(tags.URGENT_MARK_HEADER, 'account')
 MARKS = (MIGRATING, URGENT)
 
 

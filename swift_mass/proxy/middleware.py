@@ -261,7 +261,8 @@ class MassMiddleware(object):
     def _tag(self, env, tenant):
         """Tag a tenant's request with its tenant, priority and urgency
         and, once the control loop has classified the tenant, its class
-        and batch slots; return the tenant's policy entry or None."""
+        (its method tags what it needs: methods.Methods.app_for); return
+        the tenant's policy entry or None."""
         env[tags.ENV_TENANT] = tenant
         env[tags.ENV_PRIORITY] = self.conf.default_priority
         env[tags.TENANT_ENV] = wsgi_quote(tenant, safe='')
@@ -275,10 +276,6 @@ class MassMiddleware(object):
         if entry is not None:
             env[tags.ENV_POLICY] = entry
             env[tags.CLASS_ENV] = entry['class']
-            if entry.get('method') == 'batch':
-                # not the class: a batch method validation deleted, or a
-                # pin with another method, must not keep the batch slots
-                env[tags.BATCH_ENV] = tags.BATCH
         return entry
 
     def _app_for(self, env, entry):

@@ -12,7 +12,7 @@ import time
 import pytest
 import requests
 
-from swift_mass.cli import main as cli
+from swift_mass.cli import control
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -90,7 +90,7 @@ def container(tenant, request):
 def store(cluster):
     """The shared store the SAIO's proxies use (Redis), as swift-mass
     reads it."""
-    _, primary, _ = cli.load(PROXY_CONF)
+    _, primary, _ = control.load(PROXY_CONF)
     return primary
 
 

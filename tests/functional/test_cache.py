@@ -24,7 +24,8 @@ import requests
 from swift.common.memcached import load_memcache
 from swift.common.utils import readconf
 
-from swift_mass.cli.main import Quiet
+from swift_mass.cli.control import Quiet
+from swift_mass.conf import MassConf
 from swift_mass.control.store import store_from_conf
 from tests.functional.conftest import PROXY, PROXY_CONF, SAIO, Tenant
 
@@ -464,7 +465,7 @@ def memcache_store():
     """The memcache store the proxies fall back to while Redis is down."""
     conf = readconf(PROXY_CONF, 'filter:mass')
     logger = MemcacheLogger()
-    chain = store_from_conf(conf, logger,
+    chain = store_from_conf(MassConf(conf), logger,
                             memcache=load_memcache(conf, logger))
     return chain.fallback.primary
 

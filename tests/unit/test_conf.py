@@ -137,7 +137,7 @@ def test_defaults():
         'backend': 'redis', 'max_object_size': 1048576,
         'budget': 67108864, 'ttl': 300, 'generation_ttl': 86400,
         'ttl_only': False, 'redis_timeout': 0.25, 'bump_timeout': 1.0}
-    assert mass.merge.wait == 10.0
+    assert mass.merge.wait_seconds == 10.0
 
 
 def test_options_are_read(policies):
@@ -162,7 +162,7 @@ def test_options_are_read(policies):
         'redis_timeout_ms': 200, 'retry_after': 5}
     assert (mass.cache.backend, mass.cache.ttl_only,
             mass.cache.bump_timeout) == ('memcache', True, 1.5)
-    assert mass.merge.wait == 0.5
+    assert mass.merge.wait_seconds == 0.5
 
 
 @pytest.mark.parametrize('url', [

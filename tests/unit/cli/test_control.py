@@ -6,7 +6,7 @@ import pytest
 from swift.common.memcached import MemcacheRing
 
 from swift_mass.cli import control, main as cli
-from swift_mass.conf import control_settings
+from swift_mass.conf import MassConf
 from swift_mass.control.store import LocalStore
 
 
@@ -28,7 +28,8 @@ def store(monkeypatch):
 
     def load(conf_path):
         loaded.append(conf_path)
-        return {}, local, control_settings({}, control.SECTION)
+        conf = MassConf({})
+        return conf, local, conf.control
     monkeypatch.setattr(control, 'load', load)
     local.loaded = loaded
     return local

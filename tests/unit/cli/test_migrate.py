@@ -1,6 +1,6 @@
-"""swift-mass migrate: the pure decisions, the procedure against an
-in-memory Swift that crashes at every possible step, and the proxy's
-refusal of writes to a container being moved."""
+"""swift-mass migrate: the pure decisions and the procedure against an
+in-memory Swift that crashes at every possible step (the proxy's refusal
+of writes to a container being moved: tests/unit/proxy/test_marks.py)."""
 import argparse
 import hashlib
 import json
@@ -8,15 +8,9 @@ import time
 import urllib.parse
 
 import pytest
-from swift.common.swob import Request
-from swift.proxy.controllers.base import get_cache_key, \
-    headers_to_container_info
 from swiftclient.exceptions import ClientException
 
 from swift_mass.cli import control, main as cli, migrate
-from swift_mass.proxy import migrating
-from swift_mass.proxy import middleware as proxy
-from tests.unit.helpers import RecordingApp
 
 EMPTY = hashlib.md5(b'').hexdigest()
 POLICIES = [{'name': 'standard', 'default': True},
@@ -722,102 +716,6 @@ def test_large_listings_are_read_whole():
     m = migrate.Migrator(lambda: FakeConn(swift, page=10), 'bulk')
     assert [e['name'] for e in m.listing('c')] == \
         ['o%02d' % i for i in range(25)]
-
-
-# --- the proxy's side -------------------------------------------------------
-
-def mass():
-    app = RecordingApp()
-    # no urgent-mark lookups: app.environs holds only the request itself
-    return proxy.filter_factory({}, control_loop='false',
-                                urgent_recheck_seconds='0')(app), app
-
-
-def marked(path, method, mark='target=bulk; since=1', **environ):
-    req = Request.blank(path, environ=dict(REQUEST_METHOD=method,
-                                           **environ))
-    headers = {'X-Container-Sysmeta-Mass-Migrating': mark} if mark else {}
-    req.environ['swift.infocache'] = {
-        get_cache_key('AUTH_t', 'c'): headers_to_container_info(headers,
-                                                                200)}
-    return req
-
-
-@pytest.mark.parametrize('path,method', [
-    ('/v1/AUTH_t/c/o', 'PUT'), ('/v1/AUTH_t/c/o', 'POST'),
-    ('/v1/AUTH_t/c/o', 'DELETE'), ('/v1/AUTH_t/c', 'POST'),
-    ('/v1/AUTH_t/c', 'PUT'), ('/v1/AUTH_t/c', 'DELETE')])
-def test_proxy_refuses_writes_to_a_marked_container(path, method):
-    filt, app = mass()
-    resp = marked(path, method).get_response(filt)
-    assert resp.status_int == 503
-    assert resp.headers['Retry-After'] == str(migrating.DEFAULT_RETRY_AFTER)
-    assert app.environs == []
-
-
-@pytest.mark.parametrize('method', ['GET', 'HEAD'])
-def test_proxy_serves_reads_of_a_marked_container(method):
-    filt, app = mass()
-    assert marked('/v1/AUTH_t/c/o', method).get_response(
-        filt).status_int == 200
-
-
-def test_proxy_lets_unmarked_containers_and_reseller_admins_write():
-    filt, app = mass()
-    assert marked('/v1/AUTH_t/c/o', 'PUT', mark=None).get_response(
-        filt).status_int == 200
-    assert marked('/v1/AUTH_t/c/o', 'PUT',
-                  reseller_request=True).get_response(filt).status_int == 200
-    assert len(app.environs) == 2
-
-
-def test_only_a_reseller_admin_sets_the_mark():
-    filt, app = mass()
-    for reseller in (False, True):
-        req = Request.blank('/v1/AUTH_t/new', method='PUT', headers={
-            'X-Mass-Migrating': 'target=bulk'})
-        if reseller:
-            req.environ['reseller_request'] = True
-        req.environ['swift.infocache'] = {
-            get_cache_key('AUTH_t', 'new'): headers_to_container_info(
-                {}, 404)}
-        assert req.get_response(filt).status_int == 200
-    tenant_env, admin_env = app.environs
-    assert 'HTTP_X_MASS_MIGRATING' not in tenant_env
-    assert migrating.SYSMETA_ENV not in tenant_env
-    assert 'HTTP_X_MASS_MIGRATING' not in admin_env
-    assert admin_env[migrating.SYSMETA_ENV] == 'target=bulk'
-
-
-def container_head(filt, mark, reseller):
-    def backend(env, start_response):
-        headers = [('X-Storage-Policy', 'bulk')]
-        if mark:
-            headers.append(('X-Container-Sysmeta-Mass-Migrating', mark))
-        start_response('204 No Content', headers)
-        return [b'']
-    filt.app = backend
-    req = Request.blank('/v1/AUTH_t/c', method='HEAD')
-    if reseller:
-        req.environ['reseller_request'] = True
-    return req.get_response(filt)
-
-
-def test_proxy_shows_the_mark_to_reseller_admins_only():
-    filt, _ = mass()
-    shown = container_head(filt, 'target=bulk; since=5', reseller=True)
-    assert shown.headers['X-Mass-Migrating'] == 'target=bulk; since=5'
-    assert 'X-Mass-Migrating' not in container_head(
-        filt, 'target=bulk; since=5', reseller=False).headers
-    assert 'X-Mass-Migrating' not in container_head(
-        filt, None, reseller=True).headers
-
-
-def test_retry_after_is_configurable():
-    filt = proxy.filter_factory({}, control_loop='false',
-                                migrate_retry_after='7')(RecordingApp())
-    resp = marked('/v1/AUTH_t/c/o', 'PUT').get_response(filt)
-    assert resp.headers['Retry-After'] == '7'
 
 
 # --- the command line -------------------------------------------------------

@@ -15,7 +15,8 @@ from swift.proxy.controllers.base import get_cache_key, \
 import swift_mass
 from swift_mass import conf as mass_conf
 from swift_mass.conf import ConfigError
-from swift_mass.proxy import marks, mark_names
+from swift_mass import tags
+from swift_mass.proxy import marks
 from swift_mass.proxy import middleware as proxy
 from tests.unit.helpers import Clock, RecordingApp
 
@@ -23,14 +24,14 @@ from tests.unit.helpers import Clock, RecordingApp
 # --- the Mark class ---------------------------------------------------------
 
 def test_each_mark_names_its_sysmeta_after_its_header():
-    assert marks.MIGRATING.header == mark_names.MIGRATING_HEADER
+    assert marks.MIGRATING.header == tags.MIGRATING_MARK_HEADER
     assert marks.MIGRATING.env_key == 'HTTP_X_MASS_MIGRATING'
     assert marks.MIGRATING.sysmeta_header == \
         'X-Container-Sysmeta-Mass-Migrating'
     assert marks.MIGRATING.sysmeta_env == \
         'HTTP_X_CONTAINER_SYSMETA_MASS_MIGRATING'
     assert marks.MIGRATING.sysmeta_key == 'mass-migrating'
-    assert marks.URGENT.header == mark_names.URGENT_HEADER
+    assert marks.URGENT.header == tags.URGENT_MARK_HEADER
     assert marks.URGENT.sysmeta_env == 'HTTP_X_ACCOUNT_SYSMETA_MASS_URGENT'
     assert marks.URGENT.sysmeta_key == 'mass-urgent'
 
@@ -97,7 +98,7 @@ def test_a_mark_shows_to_a_reseller_admins_head_or_get_of_it_only():
 def test_the_header_names_import_neither_swift_nor_eventlet():
     # swift-mass imports them on operators' machines
     loaded = subprocess.check_output([
-        sys.executable, '-c', 'import sys, swift_mass.proxy.mark_names; '
+        sys.executable, '-c', 'import sys, swift_mass.tags; '
         'print(sorted(m for m in sys.modules if m.split(".")[0] in '
         '("swift", "eventlet")))'], text=True,
         cwd=os.path.dirname(os.path.dirname(swift_mass.__file__)))

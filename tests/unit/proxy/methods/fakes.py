@@ -3,71 +3,18 @@ Mass (a tiny Swift), an auth middleware's swift.authorize, a logger, and
 Mass filters of several proxies sharing one Redis (fakeredis, see
 tests/unit/conftest.py)."""
 import os
-from unittest import mock
 
 from swift.common.swob import HTTPForbidden, Request, Response
 from swift.common.utils import Timestamp, md5
 
-from swift_mass.conf import ConfigError, bool_option, choice_option, \
-    float_option, int_option
+from swift_mass.conf import MassConf  # noqa: F401 (for the tests)
 from swift_mass.proxy import middleware as proxy
-from swift_mass.proxy.methods import Methods
-from swift_mass.proxy.methods.cache import BACKENDS
 from swift_mass.control.store import RedisStore
 from tests.unit.helpers import REDIS_URL, Logger
 
 DOWN_REDIS_URL = 'redis://127.0.0.1:1/15'  # connection refused
 PATH = '/v1/AUTH_t/c/o'
 BODY = b'0123456789' * 10
-
-
-# -- the filter's parsed configuration -------------------------------------
-# A stand-in for swift_mass.conf's MassConf until it exists: the methods
-# take its ``cache`` and ``merge``.  The one place to switch: replace this
-# block with ``from swift_mass.conf import MassConf``, and let ``make``
-# build the filter without ``methods_of_raw_conf`` once the filter hands
-# the methods its MassConf.
-SECTION = 'filter:mass'
-
-
-class _Options(object):
-    pass
-
-
-class MassConf(object):
-    """``cache`` and ``merge``: the ``cache_*`` and ``merge_*`` options of
-    ``[filter:mass]``, checked at start-up."""
-
-    def __init__(self, conf):
-        cache = self.cache = _Options()
-        cache.backend = choice_option(conf, SECTION, 'cache_backend',
-                                      'redis', BACKENDS)
-        cache.max_object_size = int_option(
-            conf, SECTION, 'cache_max_object_size', 1024 * 1024, 1)
-        cache.budget = int_option(conf, SECTION, 'cache_budget_bytes',
-                                  64 * 1024 * 1024, 1)
-        if cache.budget < cache.max_object_size:
-            raise ConfigError(
-                '[%s] cache_budget_bytes = %d is not valid; allowed: at '
-                'least cache_max_object_size (%d)' % (
-                    SECTION, cache.budget, cache.max_object_size))
-        cache.ttl = int_option(conf, SECTION, 'cache_ttl', 300, 1)
-        cache.generation_ttl = int_option(
-            conf, SECTION, 'cache_generation_ttl', 86400, cache.ttl)
-        cache.ttl_only = bool_option(conf, SECTION, 'cache_ttl_only', False)
-        cache.redis_timeout = int_option(
-            conf, SECTION, 'cache_redis_timeout_ms', 250, 1) / 1000.0
-        cache.bump_timeout = int_option(
-            conf, SECTION, 'cache_bump_timeout_ms', 1000, 1) / 1000.0
-        self.merge = _Options()
-        self.merge.wait_seconds = float_option(
-            conf, SECTION, 'merge_wait_seconds', 10.0, 0.0, 300.0)
-
-
-def methods_of_raw_conf(app, conf, logger, store):
-    """The methods of a filter that still hands them its raw conf."""
-    return Methods(app, MassConf(conf), logger, store)
-# -- end of the stand-in ----------------------------------------------------
 
 
 def authorize_as(user):
@@ -188,9 +135,8 @@ def make(prefix, swift=None, conf=None, store_url=REDIS_URL, pin='cache'):
     swift = swift or Swift()
     logger = Logger()
     store = RedisStore(store_url, prefix=prefix)
-    with mock.patch.object(proxy, 'Methods', methods_of_raw_conf):
-        mass = proxy.MassMiddleware(swift, dict(conf or {}), logger=logger,
-                                    store=store)
+    mass = proxy.MassMiddleware(swift, dict(conf or {}), logger=logger,
+                                store=store)
     if pin:
         if store_url == REDIS_URL:
             store.set_pin('AUTH_t', {'class': 'read', 'method': pin})
