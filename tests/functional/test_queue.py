@@ -38,10 +38,10 @@ def object_servers(cluster):
     try:
         states = [queue_state(ip, port) for ip, port in OBJECT_SERVERS]
     except (requests.RequestException, ValueError) as err:
-        pytest.skip('mass_queue is not in the object servers\' pipelines '
+        pytest.fail('mass_queue is not in the object servers\' pipelines '
                     '(tools/saio pipeline with): %s' % err)
     if not all(state['slots_per_device'] for state in states):
-        pytest.skip('the per-device queue is off (slots_per_device = 0)')
+        pytest.fail('the per-device queue is off (slots_per_device = 0)')
     return states
 
 

@@ -6,16 +6,21 @@ Mass in the same run (``tools/bench --modes default,static``).
 
 The test checks what must hold whatever the speed: every request of every
 tenant succeeds in both modes and every tenant, the noisy one included,
-progresses.  The latencies are printed, not asserted (docs/benchmarks.md,
-"Slots as the bottleneck", has the full ABBA run).
+progresses; the throttle held the devices to their limit while the noisy
+writer asked for more; with Mass, requests waited for mass_queue's slots
+and the object servers saw the urgent mark.  The latencies are printed,
+not asserted (docs/benchmarks.md, "Slots as the bottleneck", has the full
+ABBA run).
 """
 import os
+import time
 
 import pytest
 
 from swift_mass.cli import main as cli
 from tests.functional.conftest import PROXY, saio
 from tests.functional.test_bench import run_bench
+from tests.functional.test_queue import queue_state
 from tests.functional.test_slow_devices import slow
 
 SECONDS = 8
@@ -26,7 +31,13 @@ TENANTS = [
     'photos:web:web=put=1,size=8k,objects=10,concurrency=1,policy=bulk,'
     'warmup=1',
 ]
+WRITE_IOPS = 20
 QUEUE = {'slots_per_device': '4', 'batch_slots': '0', 'deadline': '8'}
+# the object servers of sdb3 and sdb4: policy bulk
+BULK_SERVERS = [('127.0.0.3', 6230), ('127.0.0.4', 6240)]
+THROTTLE_STATS = '/sys/fs/cgroup/blkio/swift-mass-slow/' \
+    'blkio.throttle.io_serviced'
+
 OPERATOR = {'ST_AUTH': PROXY + '/auth/v1.0', 'ST_USER': 'admin:admin',
             'ST_KEY': 'admin'}
 
@@ -57,11 +68,11 @@ def mark_urgent(on, monkeypatch, capsys):
 def bottleneck(cluster, monkeypatch, capsys):
     if not os.path.exists('/sys/fs/cgroup/blkio/'
                           'blkio.throttle.write_iops_device'):
-        pytest.skip('no cgroup v1 blkio throttle: devices cannot be slowed')
+        pytest.fail('no cgroup v1 blkio throttle: devices cannot be slowed')
     before = queue_options()
     mark_urgent(True, monkeypatch, capsys)
     try:
-        result = slow('set', '3,4', '--write-iops', '20')
+        result = slow('set', '3,4', '--write-iops', str(WRITE_IOPS))
         assert result.returncode == 0, result.stdout
         set_queue(QUEUE)
         yield
@@ -71,8 +82,26 @@ def bottleneck(cluster, monkeypatch, capsys):
         mark_urgent(False, monkeypatch, capsys)
 
 
+def throttled_writes():
+    """Write requests the blkio throttle of the slowed object servers has
+    passed to the device so far."""
+    with open(THROTTLE_STATS) as stats:
+        return sum(int(line.split()[2]) for line in stats
+                   if len(line.split()) == 3 and line.split()[1] == 'Write')
+
+
+def queue_counts(servers):
+    """{(ip, port, device): the device's mass_queue state} of ``servers``
+    (``GET /mass_queue``; an error if mass_queue does not answer)."""
+    return dict(((ip, port, device), queue)
+                for ip, port in servers
+                for device, queue in queue_state(ip, port)['devices'].items())
+
+
 def test_urgent_tenants_beside_a_noisy_writer_on_saturated_devices(
         bottleneck, tmp_path):
+    writes_before = throttled_writes()
+    started = time.time()
     _, result = run_bench(TENANTS, tmp_path, [
         '--modes', 'default,static', '--cycles', '1', '--no-control',
         '--no-plots', '--seconds', str(SECONDS)], timeout=600)
@@ -90,3 +119,22 @@ def test_urgent_tenants_beside_a_noisy_writer_on_saturated_devices(
             figures['p99_ms'])
         for mode in ('default', 'static')
         for name, figures in sorted(runs[mode].items())))
+
+    # The devices were the bottleneck: the throttle passed no more writes
+    # than its limit allows, and the noisy writer asked for more than that
+    # for most of the measured time.
+    writes = throttled_writes() - writes_before
+    elapsed = time.time() - started
+    assert writes <= WRITE_IOPS * elapsed * 1.1, (writes, elapsed)
+    assert writes >= WRITE_IOPS * SECONDS, (writes, elapsed)
+    # With Mass the queue was the bottleneck: requests waited for slots,
+    # and the object servers saw the operator's urgent mark.
+    # (switching to static restarted the object servers: their counts are
+    # the static run's)
+    queues_after = queue_counts(BULK_SERVERS)
+    waited = sum(queue['admitted_after_wait']
+                 for queue in queues_after.values())
+    assert waited > 0, queues_after
+    seen = set(tenant for ip, port in BULK_SERVERS
+               for tenant in queue_state(ip, port).get('urgent_seen', []))
+    assert 'AUTH_photos' in seen

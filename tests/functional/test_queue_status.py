@@ -25,7 +25,7 @@ def with_mass_queue(cluster):
                if not isinstance(answer, dict) and
                'not in its pipeline' in answer]
     if missing:
-        pytest.skip('mass_queue is not in the object servers\' pipelines '
+        pytest.fail('mass_queue is not in the object servers\' pipelines '
                     '(tools/saio pipeline with): %s' % missing[0])
 
 
