@@ -3,13 +3,15 @@
 Every parser raises :class:`ConfigError` whose message names the option, the
 value it was given and what is allowed, so that a bad ``[filter:mass]`` line
 stops the server with a sentence an operator can act on.  :class:`MassConf`
-is every option of ``[filter:mass]``, read by the ``mass`` filter and by
-``swift-mass``.
+is every option of ``[filter:mass]``, read by the ``mass`` filter, by
+``swift-mass`` and by the benchmark; :class:`QueueConf` every option of
+``[filter:mass_queue]``, read by the object servers' filter.
 """
 import urllib.parse
 
 import redis.connection
 from swift.common.storage_policy import POLICIES
+from swift.common.utils import config_true_value, list_from_csv
 
 from swift_mass import tags
 from swift_mass.control import classify, controller
@@ -256,3 +258,98 @@ class MassConf(object):
         self.store = StoreConf(conf, section)
         self.cache = CacheConf(conf, section)
         self.merge = MergeConf(conf, section)
+
+
+class QueueConf(object):
+    """``[filter:mass_queue]``, the object servers' filter: every option
+    read and checked once, each an attribute named as the option (the
+    sample, etc/object-server.conf-sample, says what each means).
+
+    Without ``adaptive_slots`` the ``adaptive_*`` options are not read and
+    each pool's bounds are its slot count; ``adaptive_interval``,
+    ``adaptive_low`` and ``adaptive_high`` are then None.
+
+    :raises ConfigError: naming the option and the values allowed.
+    """
+    section = 'filter:mass_queue'
+
+    def __init__(self, conf=None):
+        conf = {} if conf is None else conf
+        section = self.section
+        self.default_priority = int_option(
+            conf, section, 'default_priority', tags.DEFAULT_PRIORITY,
+            tags.PRIORITY_MIN, tags.PRIORITY_MAX)
+        self.background_priority = int_option(
+            conf, section, 'background_priority', tags.BACKGROUND_PRIORITY,
+            tags.PRIORITY_MIN, tags.PRIORITY_MAX)
+        self.slots_per_device = int_option(
+            conf, section, 'slots_per_device', 8, 0)
+        self.deadline = float_option(conf, section, 'deadline', 3.0, 0.0,
+                                     3600.0)
+        self.retry_after = int_option(conf, section, 'retry_after', 1, 0)
+        self.max_refusals_per_minute = int_option(
+            conf, section, 'max_refusals_per_minute', 5, 0)
+        self.priority_slack = float_option(conf, section, 'priority_slack',
+                                           0.25, 0.0, 3600.0)
+        self.urgent_tenants = frozenset(
+            list_from_csv(str(conf.get('urgent_tenants', ''))))
+        self.urgent_share = float_option(conf, section, 'urgent_share', 0.5,
+                                         0.0, 1.0)
+        self.urgent_idle_seconds = float_option(
+            conf, section, 'urgent_idle_seconds', 30.0, 0.0)
+        self.batch_slots = int_option(conf, section, 'batch_slots', 0, 0)
+        # A queue that is off (no slots) has nothing to adapt.
+        self.adaptive_slots = bool(
+            bool_option(conf, section, 'adaptive_slots', False) and
+            self.slots_per_device)
+        self.adaptive_interval = self.adaptive_low = self.adaptive_high = None
+        self.adaptive_min_slots = self.adaptive_max_slots = \
+            self.slots_per_device
+        self.adaptive_min_batch_slots = self.adaptive_max_batch_slots = \
+            self.batch_slots
+        if self.adaptive_slots:
+            self._read_adaptive(conf)
+        # The object server's own options, read as it reads them: a queue
+        # only for a device it would serve.
+        self.devices = conf.get('devices', '/srv/node')
+        self.mount_check = config_true_value(conf.get('mount_check', 'true'))
+
+    def _read_adaptive(self, conf):
+        section = self.section
+        low = float_option(conf, section, 'adaptive_low', 0.3, 0.0, 1.0)
+        high = float_option(conf, section, 'adaptive_high', 0.9, 0.0, 1.0)
+        if low >= high:
+            raise ConfigError(
+                '[%s] adaptive_low = %g, adaptive_high = %g are not '
+                'valid; allowed: adaptive_low < adaptive_high'
+                % (section, low, high))
+        self.adaptive_low, self.adaptive_high = low, high
+        self.adaptive_interval = float_option(
+            conf, section, 'adaptive_interval', 10.0, 0.1)
+        # Every request needs a general slot when the batch slots are
+        # busy: at least one must stay.
+        self.adaptive_min_slots, self.adaptive_max_slots = self._bounds(
+            conf, 'slots', self.slots_per_device, 'slots_per_device', 1,
+            4 * self.slots_per_device, 1)
+        self.adaptive_min_batch_slots, self.adaptive_max_batch_slots = \
+            self._bounds(conf, 'batch_slots', self.batch_slots,
+                         'batch_slots', min(1, self.batch_slots),
+                         4 * self.batch_slots, 0)
+
+    def _bounds(self, conf, pool, value, value_option, default_min,
+                default_max, lowest):
+        """adaptive_min_<pool>, adaptive_max_<pool>, checked to hold
+        `value`."""
+        section = self.section
+        minimum = int_option(conf, section, 'adaptive_min_%s' % pool,
+                             default_min, lowest)
+        maximum = int_option(conf, section, 'adaptive_max_%s' % pool,
+                             default_max, 0)
+        if not minimum <= value <= maximum:
+            raise ConfigError(
+                '[%s] adaptive_min_%s = %d, %s = %d, adaptive_max_%s = %d '
+                'are not valid; allowed: adaptive_min_%s <= %s <= '
+                'adaptive_max_%s'
+                % (section, pool, minimum, value_option, value, pool,
+                   maximum, pool, value_option, pool))
+        return minimum, maximum

@@ -2,9 +2,10 @@
 slots reserved for urgent tenants and slot counts that follow utilisation.
 
 Pure Python: no WSGI, no eventlet, no Swift.  ``mass_queue``
-(``swift_mass.obj.middleware``) keeps one :class:`DeviceQueue` per device
-and implements waiting with eventlet; tests drive a queue directly with a
-clock they move.
+(``swift_mass.obj.middleware``) keeps one :class:`DeviceQueue` per device,
+all with the settings of its :class:`swift_mass.conf.QueueConf`, and
+implements waiting with eventlet; tests drive a queue directly with a clock
+they move.
 
 How a request goes through a queue::
 
@@ -21,16 +22,17 @@ refuses waiters whose deadline has passed, switches the reservation mode,
 adapts the slot counts, admits as many waiters as slots allow, and calls
 ``wake()`` on each ticket it admitted or refused.
 
-**Order.**  Waiters are ordered by ``arrival - slack[priority]`` (ties by
-arrival order); the waiter with the smallest key is admitted first, so a
-higher priority is served first but an old low-priority request overtakes
-new high-priority ones.  **Starvation bound**: a waiting request A
+**Order.**  Waiters are ordered by ``arrival - priority x priority_slack``
+(ties by arrival order); the waiter with the smallest key is admitted first,
+so a higher priority is served first but an old low-priority request
+overtakes new high-priority ones.  **Starvation bound**: a waiting request A
 (arrival a, priority pa) is admitted after a later request B (arrival b,
-priority pb) only if ``b - slack[pb] < a - slack[pa]``, that is only if B
-arrived less than ``slack[pb] - slack[pa]`` seconds after A
-(:func:`overtake_window`).  Requests arriving more than
-``max(slack) - min(slack)`` seconds after A never go before it, so A waits at
-most for the requests that arrived before that moment; and never longer than
+priority pb) only if ``b - pb x priority_slack < a - pa x priority_slack``,
+that is only if B arrived less than ``(pb - pa) x priority_slack`` seconds
+after A (:func:`overtake_window`).  Requests arriving more than
+``(highest priority - pa) x priority_slack`` seconds after A never go before
+it, so A waits at most for the requests that arrived before that moment; and
+never longer than
 its deadline, after which it is refused (the middleware answers 503 with
 Retry-After).  Refusals are limited to ``max_refusals_per_minute`` per
 device: Swift's proxy counts every 5xx against the node and, after
@@ -47,18 +49,20 @@ tenants, a batch slot) overtakes nobody.
 urgent tenant is active the queue is *isolated*: ``reserved_slots()`` of the
 general slots are kept for urgent tenants, so other tenants use at most the
 rest (urgent tenants may use every slot).  When no urgent request has
-arrived, run or waited for ``urgent_idle`` seconds the queue becomes
+arrived, run or waited for ``urgent_idle_seconds`` the queue becomes
 *shared* and everyone may use every slot.  The hysteresis is in time: one
-urgent request isolates at once, only ``urgent_idle`` quiet seconds share
-again, so a tenant that is merely between requests keeps its reservation.
+urgent request isolates at once, only ``urgent_idle_seconds`` quiet seconds
+share again, so a tenant that is merely between requests keeps its
+reservation.
 
 **Adaptive slots** (the MOS seed's provisioning loop).  With
-:class:`Adaptive` settings, every ``interval`` seconds each slot pool
+``adaptive_slots``, every ``adaptive_interval`` seconds each slot pool
 measures its utilisation (time-averaged slots in use / slots) since the last
-step: at or above ``high`` with requests kept waiting, its slot count
-doubles; at or below ``low``, it shrinks by one; always within the pool's
-bounds.  Growing quickly and shrinking slowly follows demand without
-oscillating.
+step: at or above ``adaptive_high`` with requests kept waiting, its slot
+count doubles; at or below ``adaptive_low``, it shrinks by one; always
+within the pool's bounds (``adaptive_min_slots`` to ``adaptive_max_slots``,
+``adaptive_min_batch_slots`` to ``adaptive_max_batch_slots``).  Growing
+quickly and shrinking slowly follows demand without oscillating.
 
 **Batch slots.**  Tickets marked ``batch`` (write-dominated tenants' PUTs)
 may use ``batch_slots`` slots of their own before they compete for a general
@@ -68,7 +72,6 @@ fsyncs together.  Nothing about each PUT changes.
 import collections
 import heapq
 import itertools
-from collections import namedtuple
 
 WAITING = 'waiting'
 ADMITTED = 'admitted'
@@ -87,22 +90,12 @@ EVENT_SHRINK = 'slots.shrink'
 EVENT_PAST_DEADLINE = 'admitted_past_deadline'
 REFUSAL_WINDOW = 60.0   # seconds, Swift's default error_suppression_interval
 
-Adaptive = namedtuple('Adaptive', 'interval low high')
-Adaptive.__doc__ = """When and how slot counts adapt: every `interval`
-seconds, double a pool at utilisation >= `high` (if requests waited),
-shrink it by one at utilisation <= `low`."""
 
-
-def linear_slack(step, priorities):
-    """Slack of each priority: `step` seconds per priority level."""
-    return dict((priority, priority * step) for priority in priorities)
-
-
-def overtake_window(slack, low, high):
+def overtake_window(priority_slack, low, high):
     """How many seconds after a waiting request of priority `low` a request
     of priority `high` may arrive and still be admitted before it (0 or less:
     never)."""
-    return slack[high] - slack[low]
+    return (high - low) * priority_slack
 
 
 class Ticket(object):
@@ -205,53 +198,34 @@ class DeviceQueue(object):
     """Admission to one device.  Not thread-safe: one per device in one
     process, called from green threads that do not yield inside it.
 
-    :param slots: general slots, used by every request.
+    :param conf: the queue's settings, a
+        :class:`swift_mass.conf.QueueConf` (the options it reads:
+        slots_per_device, batch_slots, deadline, priority_slack,
+        max_refusals_per_minute, urgent_tenants, urgent_share,
+        urgent_idle_seconds, adaptive_slots and the adaptive_* values).
     :param clock: a callable returning seconds (monotonic in production).
-    :param slack: {priority: seconds}; the larger, the earlier it is served.
-    :param deadline: seconds a request may wait before it is refused.
-    :param batch_slots: extra slots only batch tickets use.
-    :param urgent_tenants: tenants whose requests may use reserved slots
-        (besides requests that arrive marked urgent).
-    :param urgent_share: share of the general slots reserved while an
-        urgent tenant is active (0 to 1; see reserved_slots()).
-    :param urgent_idle: quiet seconds after which the reservation is lent.
-    :param adaptive: an Adaptive, or None for fixed slot counts.
-    :param slot_bounds: (min, max) general slots when adaptive.
-    :param batch_bounds: (min, max) batch slots when adaptive.
     :param on_event: called with EVENT_* names (mode switches, adaptation,
         admissions past the deadline).
-    :param max_refusals_per_minute: refusals per REFUSAL_WINDOW seconds;
-        None: no limit.
+    :raises ValueError: for a conf without slots (its queue is off).
     """
 
-    def __init__(self, slots, clock, slack, deadline, batch_slots=0,
-                 urgent_tenants=(), urgent_share=0.0, urgent_idle=30.0,
-                 adaptive=None, slot_bounds=None, batch_bounds=None,
-                 on_event=None, max_refusals_per_minute=None):
-        if slots < 1:
+    def __init__(self, conf, clock, on_event=None):
+        if conf.slots_per_device < 1:
             raise ValueError('a device queue needs at least one slot')
-        if not 0.0 <= urgent_share <= 1.0:
-            raise ValueError('urgent_share must be within [0, 1]')
+        self.conf = conf
         self.clock = clock
-        self.slack = dict(slack)
-        self.deadline = deadline
-        self.urgent_tenants = frozenset(urgent_tenants)
-        self.urgent_share = urgent_share
-        self.urgent_idle = urgent_idle
-        self.adaptive = adaptive
         self.on_event = on_event
         now = clock()
-        if adaptive is None or slot_bounds is None:
-            slot_bounds = (slots, slots)
-        if adaptive is None or batch_bounds is None:
-            batch_bounds = (batch_slots, batch_slots)
-        self.general = SlotPool('slots', slots, slot_bounds[0],
-                                slot_bounds[1], now)
-        self.batch = SlotPool('batch_slots', batch_slots, batch_bounds[0],
-                              batch_bounds[1], now)
+        self.general = SlotPool('slots', conf.slots_per_device,
+                                conf.adaptive_min_slots,
+                                conf.adaptive_max_slots, now)
+        self.batch = SlotPool('batch_slots', conf.batch_slots,
+                              conf.adaptive_min_batch_slots,
+                              conf.adaptive_max_batch_slots, now)
         self.mode = SHARED
         self._last_urgent = None
-        self._next_adapt = now + adaptive.interval if adaptive else None
+        self._next_adapt = (now + conf.adaptive_interval
+                            if conf.adaptive_slots else None)
         # Waiters by lane (urgent, batch): within a lane every waiter may
         # use the same slots, so only each lane's head needs looking at.
         self._lanes = {}
@@ -267,7 +241,6 @@ class DeviceQueue(object):
         self.admitted_after_wait = 0
         self.refused = 0
         self.admitted_past_deadline = 0
-        self.max_refusals = max_refusals_per_minute
         self._refusal_times = collections.deque()
         self.admitted_by_priority = {}
         self.wait_seconds_by_priority = {}
@@ -282,14 +255,15 @@ class DeviceQueue(object):
         now = self.clock()
         self._advance(now)
         urgent = bool(urgent) or (tenant is not None and
-                                  tenant in self.urgent_tenants)
+                                  tenant in self.conf.urgent_tenants)
         if urgent:
             self._last_urgent = now
             self._set_mode(ISOLATED)
-        wait = self.deadline if deadline is None else deadline
+        wait = self.conf.deadline if deadline is None else deadline
         seq = next(self._sequence)
         ticket = Ticket(priority, tenant, urgent, bool(batch), now,
-                        now + wait, (now - self.slack[priority], seq))
+                        now + wait,
+                        (now - priority * self.conf.priority_slack, seq))
         if not self.waiting:
             # Nobody to go before: admit without touching the heaps (the
             # common case, kept cheap).
@@ -347,7 +321,7 @@ class DeviceQueue(object):
         if self._deadlines:
             times.append(self._deadlines[0][0])
         if self._can_share():
-            times.append(self._last_urgent + self.urgent_idle)
+            times.append(self._last_urgent + self.conf.urgent_idle_seconds)
         if self._next_adapt is not None and self.waiting:
             times.append(self._next_adapt)
         return min(times) if times else None
@@ -356,10 +330,11 @@ class DeviceQueue(object):
         """General slots other tenants may not use while isolated:
         ceil(slots x urgent_share), but at most slots - 1, so that the
         other tenants always keep one slot and nobody waits forever."""
-        if self.urgent_share <= 0:
+        share = self.conf.urgent_share
+        if share <= 0:
             return 0
         capacity = self.general.capacity
-        wanted = -(-capacity * self.urgent_share // 1)  # ceil
+        wanted = -(-capacity * share // 1)  # ceil
         return int(max(0, min(wanted, capacity - 1)))
 
     def stats(self):
@@ -417,24 +392,24 @@ class DeviceQueue(object):
                 self._emit(EVENT_PAST_DEADLINE)
             if ticket.wake is not None:
                 ticket.wake()
-        if self._can_share() and now - self._last_urgent >= self.urgent_idle:
+        if self._can_share() and \
+                now - self._last_urgent >= self.conf.urgent_idle_seconds:
             self._set_mode(SHARED)
         if self._next_adapt is not None and now >= self._next_adapt:
             self._note_pressure()
             for pool in (self.general, self.batch):
-                event = pool.adapt(now, self.adaptive.low, self.adaptive.high)
+                event = pool.adapt(now, self.conf.adaptive_low,
+                                   self.conf.adaptive_high)
                 if event:
                     self._emit(event)
-            self._next_adapt = now + self.adaptive.interval
+            self._next_adapt = now + self.conf.adaptive_interval
 
     def _may_refuse(self, now):
         """True, and counted, while the refusal budget lasts."""
-        if self.max_refusals is None:
-            return True
         times = self._refusal_times
         while times and times[0] <= now - REFUSAL_WINDOW:
             times.popleft()
-        if len(times) >= self.max_refusals:
+        if len(times) >= self.conf.max_refusals_per_minute:
             return False
         times.append(now)
         return True

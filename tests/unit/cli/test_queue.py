@@ -13,6 +13,7 @@ import pytest
 from swift.common.ring import RingBuilder
 
 from swift_mass.cli import main as cli, queue as queue_status
+from swift_mass.conf import QueueConf
 from swift_mass.obj import device_queue
 from swift_mass.obj import middleware as object_mw
 from tests.unit.helpers import Clock, RecordingApp
@@ -129,7 +130,8 @@ def servers(tmp_path):
         for device in devices:
             os.makedirs(str(root / device))
         mw = object_mw.MassQueueMiddleware(
-            RecordingApp(), {'devices': str(root), 'slots_per_device': '4',
+            RecordingApp(), {'devices': str(root), 'mount_check': 'false',
+                             'slots_per_device': '4',
                              'batch_slots': '2',
                              'urgent_tenants': 'AUTH_dbdump'},
             logger=NullLogger(), clock=Clock())
@@ -232,7 +234,7 @@ def stats_of_a_busy_device():
     admitted after waiting, one refused at its deadline."""
     clock = Clock(100.0)
     queue = device_queue.DeviceQueue(
-        1, clock, device_queue.linear_slack(0.25, range(10)), 2.0)
+        QueueConf({'slots_per_device': '1', 'deadline': '2'}), clock)
     first = queue.arrive(5)
     waited = queue.arrive(5)
     refused = queue.arrive(5)

@@ -2,12 +2,12 @@ import random
 
 import pytest
 
+from swift_mass.conf import QueueConf
 from swift_mass.obj import device_queue as q
 from tests.unit.helpers import Clock
 
 PRIORITIES = range(10)
 STEP = 0.25
-SLACK = q.linear_slack(STEP, PRIORITIES)
 
 
 class Wakes(object):
@@ -21,11 +21,14 @@ class Wakes(object):
         return ticket
 
 
-def make(slots=1, clock=None, deadline=3.0, events=None, **kwargs):
+def make(slots=1, clock=None, deadline=3.0, events=None, **options):
+    """A queue with `slots` general slots and the other [filter:mass_queue]
+    options given."""
     clock = clock or Clock()
-    queue = q.DeviceQueue(slots, clock, SLACK, deadline,
-                          on_event=None if events is None
-                          else events.append, **kwargs)
+    conf = QueueConf(dict(options, slots_per_device=slots, deadline=deadline,
+                          priority_slack=STEP))
+    queue = q.DeviceQueue(conf, clock, on_event=None if events is None
+                          else events.append)
     return queue, clock
 
 
@@ -93,7 +96,7 @@ def test_admission_order(arrivals, expected):
 @pytest.mark.parametrize('low, high, window', [
     (5, 9, 1.0), (0, 9, 2.25), (1, 2, 0.25), (5, 5, 0.0), (9, 0, -2.25)])
 def test_overtake_window(low, high, window):
-    assert q.overtake_window(SLACK, low, high) == pytest.approx(window)
+    assert q.overtake_window(STEP, low, high) == pytest.approx(window)
 
 
 @pytest.mark.parametrize('seed', range(5))
@@ -101,7 +104,7 @@ def test_only_requests_inside_the_window_overtake(seed):
     # The starvation bound: B admitted before an earlier A only if B arrived
     # less than slack[pB] - slack[pA] seconds after A.
     rng = random.Random(seed)
-    queue, clock = make(slots=2, deadline=1e9)
+    queue, clock = make(slots=2, deadline=3600)
     start = clock.now
     arrivals = []
     for _ in range(300):
@@ -121,7 +124,7 @@ def test_only_requests_inside_the_window_overtake(seed):
                     early.admitted_at > late.arrival:
                 overtakes += 1
                 assert early.arrival - late.arrival < q.overtake_window(
-                    SLACK, late.priority, early.priority)
+                    STEP, late.priority, early.priority)
     assert overtakes > 0
 
 
@@ -130,7 +133,7 @@ def test_low_priority_is_served_under_a_stream_of_high_priority():
     start = clock.now
     tickets = [queue.arrive(9)]
     low = queue.arrive(0)
-    window = q.overtake_window(SLACK, 0, 9)
+    window = q.overtake_window(STEP, 0, 9)
     # a new priority-9 request and a completion every 0.1 s, for as long
     # as the priority-0 request waits
     while low.state == q.WAITING:
@@ -265,7 +268,7 @@ def test_wake_at_is_none_without_waiters():
     (4, 0.5, 2), (3, 0.5, 2), (8, 0.3, 3), (4, 1.0, 3), (1, 0.5, 0),
     (4, 0.0, 0)])
 def test_reserved_slots(slots, share, reserved):
-    queue, _ = make(slots=slots, urgent_tenants=['AUTH_u'],
+    queue, _ = make(slots=slots, urgent_tenants='AUTH_u',
                     urgent_share=share)
     assert queue.reserved_slots() == reserved
 
@@ -292,8 +295,9 @@ def test_a_request_marked_urgent_reserves_like_a_configured_tenant():
 
 
 def urgent_queue(events=None, **kwargs):
-    return make(slots=4, deadline=600, urgent_tenants=['AUTH_u'],
-                urgent_share=0.5, urgent_idle=30.0, events=events, **kwargs)
+    return make(slots=4, deadline=600, urgent_tenants='AUTH_u',
+                urgent_share=0.5, urgent_idle_seconds=30.0, events=events,
+                **kwargs)
 
 
 def test_shared_mode_lends_every_slot_to_normal_tenants():
@@ -394,10 +398,14 @@ def test_a_waiting_urgent_request_keeps_the_queue_isolated():
     assert queue.mode == q.ISOLATED  # and while it runs
 
 
-def adaptive_queue(events, slots=2, bounds=(1, 8), **kwargs):
+def adaptive_queue(events, slots=2, bounds=(1, 8), batch_bounds=(0, 0),
+                   **kwargs):
     return make(slots=slots, deadline=600, events=events,
-                adaptive=q.Adaptive(interval=10.0, low=0.3, high=0.9),
-                slot_bounds=bounds, **kwargs)
+                adaptive_slots=True, adaptive_interval=10.0,
+                adaptive_low=0.3, adaptive_high=0.9,
+                adaptive_min_slots=bounds[0], adaptive_max_slots=bounds[1],
+                adaptive_min_batch_slots=batch_bounds[0],
+                adaptive_max_batch_slots=batch_bounds[1], **kwargs)
 
 
 def test_adaptive_slots_double_when_busy_with_waiters():
@@ -544,14 +552,15 @@ def test_stats_count_admissions_waits_and_refusals():
     }
 
 
-@pytest.mark.parametrize('kwargs', [
-    dict(slots=0), dict(slots=2, urgent_share=1.5),
-    dict(slots=2, adaptive=q.Adaptive(10, 0.3, 0.9), slot_bounds=(3, 8)),
-])
-def test_invalid_queue_settings(kwargs):
-    slots = kwargs.pop('slots')
+def test_a_queue_needs_a_slot():
+    # slots_per_device = 0 turns the queue off: no device queue then
     with pytest.raises(ValueError):
-        q.DeviceQueue(slots, Clock(), SLACK, 3.0, **kwargs)
+        make(slots=0)
+
+
+def test_a_pool_outside_its_bounds_is_refused():
+    with pytest.raises(ValueError):
+        q.SlotPool('slots', 2, 3, 8, 0.0)
 
 
 def test_requests_admitted_at_once_leave_nothing_queued_behind():

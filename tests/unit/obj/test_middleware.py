@@ -3,13 +3,16 @@ import os
 import re
 import tempfile
 
+from unittest import mock
+
 import eventlet
 import pytest
 
+from swift.common import registry
 from swift.common.swob import Request
 
 from swift_mass.obj import device_queue
-from swift_mass.conf import ConfigError
+from swift_mass.conf import ConfigError, QueueConf
 from swift_mass.obj import middleware as object_mw
 from tests.unit.helpers import Clock, RecordingApp
 
@@ -36,12 +39,16 @@ class CountingLogger(object):
 DEVICES = tempfile.mkdtemp(prefix='mass-queue-devices-')
 for _device in ('sdb1', 'sdb2'):
     os.mkdir(os.path.join(DEVICES, _device))
+# not a directory: not a device
+open(os.path.join(DEVICES, 'sdb3'), 'w').close()
 
 
 def make(conf=None, app=None, clock=None):
+    """The filter on DEVICES, directories that are not mount points (as on
+    a SAIO: mount_check = false), unless `conf` says otherwise."""
     app = app or RecordingApp()
     logger = CountingLogger()
-    conf = dict({'devices': DEVICES}, **(conf or {}))
+    conf = dict({'devices': DEVICES, 'mount_check': 'false'}, **(conf or {}))
     mw = object_mw.MassQueueMiddleware(app, conf, logger=logger,
                                        clock=clock or Clock())
     return mw, app, logger
@@ -133,24 +140,55 @@ def test_bad_adaptive_options_stop_startup(conf, named):
 
 
 def test_adaptive_options_are_ignored_when_adaptive_is_off():
-    mw, _, _ = make({'adaptive_min_slots': '100'})
-    assert mw.adaptive is None
+    mw, _, _ = make({'adaptive_min_slots': '100', 'adaptive_low': 'x'})
+    conf = mw.conf
+    assert conf.adaptive_slots is False
+    assert conf.adaptive_interval is None
+    # fixed slot counts: each pool's bounds are its count
+    assert (conf.adaptive_min_slots, conf.adaptive_max_slots,
+            conf.adaptive_min_batch_slots, conf.adaptive_max_batch_slots) \
+        == (8, 8, 0, 0)
+
+
+def test_a_queue_that_is_off_does_not_adapt():
+    conf = QueueConf({'slots_per_device': '0', 'adaptive_slots': 'true',
+                      'adaptive_min_slots': '5'})
+    assert conf.adaptive_slots is False
 
 
 def test_defaults():
-    mw, _, _ = make()
-    assert (mw.slots_per_device, mw.deadline, mw.retry_after,
-            mw.batch_slots, mw.urgent_tenants, mw.urgent_share,
-            mw.urgent_idle, mw.adaptive) == \
-        (8, 3.0, 1, 0, frozenset(), 0.5, 30.0, None)
-    assert mw.slack[9] - mw.slack[0] == pytest.approx(9 * 0.25)
+    conf = make()[0].conf
+    assert (conf.default_priority, conf.background_priority,
+            conf.slots_per_device, conf.deadline, conf.retry_after,
+            conf.max_refusals_per_minute, conf.priority_slack,
+            conf.batch_slots, conf.urgent_tenants, conf.urgent_share,
+            conf.urgent_idle_seconds, conf.adaptive_slots) == \
+        (5, 1, 8, 3.0, 1, 5, 0.25, 0, frozenset(), 0.5, 30.0, False)
+    # the object server's own options, with its defaults
+    assert (QueueConf().devices, QueueConf().mount_check) == \
+        ('/srv/node', True)
 
 
 def test_adaptive_defaults():
-    mw, _, _ = make({'adaptive_slots': 'true', 'slots_per_device': '4',
-                     'batch_slots': '2'})
-    assert mw.adaptive == device_queue.Adaptive(10.0, 0.3, 0.9)
-    assert (mw.slot_bounds, mw.batch_bounds) == ((1, 16), (1, 8))
+    conf = make({'adaptive_slots': 'true', 'slots_per_device': '4',
+                 'batch_slots': '2'})[0].conf
+    assert (conf.adaptive_interval, conf.adaptive_low,
+            conf.adaptive_high) == (10.0, 0.3, 0.9)
+    assert (conf.adaptive_min_slots, conf.adaptive_max_slots,
+            conf.adaptive_min_batch_slots, conf.adaptive_max_batch_slots) \
+        == (1, 16, 1, 8)
+
+
+def test_urgent_tenants_are_a_comma_separated_list():
+    conf = QueueConf({'urgent_tenants': ' AUTH_a,,AUTH_b , AUTH_a'})
+    assert conf.urgent_tenants == frozenset(['AUTH_a', 'AUTH_b'])
+
+
+def test_registers_in_info():
+    make({'slots_per_device': '3', 'batch_slots': '2'})
+    info = registry.get_swift_info()['mass_queue']
+    assert info == {'slots_per_device': 3, 'batch_slots': 2,
+                    'adaptive_slots': False, 'admin_path': '/mass_queue'}
 
 
 @pytest.mark.parametrize('value, cls', [
@@ -423,10 +461,19 @@ def test_devices_have_their_own_slots():
 @pytest.mark.parametrize('conf, method, path', [
     ({}, 'GET', '/healthcheck'),
     ({}, 'GET', '/recon/diskusage'),
-    ({}, 'GET', '/sdb1/notapartition/a/c/o'),
+    # paths the object server answers 400 (or 412) without a device
     ({}, 'GET', '/sdb1'),
-    ({}, 'GET', '/sdb9/123/a/c/o'),   # not a device of this server
+    ({}, 'GET', '/sdb1/123'),          # a partition, not an object
+    ({}, 'PUT', '/sdb1/123/a/c'),
+    ({}, 'GET', '/sdb1//a/c/o'),
+    ({}, 'GET', '/sdb1/../a/c/o'),
     ({}, 'GET', '/../123/a/c/o'),
+    ({}, 'GET', '/sdb1/123/a/c/%FF'),  # not UTF-8
+    ({}, 'REPLICATE', '/sdb1'),
+    # devices the object server has not (507)
+    ({}, 'GET', '/sdb9/123/a/c/o'),
+    ({}, 'GET', '/sdb3/123/a/c/o'),    # a file, not a directory
+    ({}, 'GET', '/sd%20b1/123/a/c/o'),  # not a drive name
     ({}, 'SSYNC', '/sdb1/123'),
     ({'slots_per_device': '0'}, 'GET', PATH),
 ])
@@ -436,6 +483,50 @@ def test_ungoverned_requests_pass_straight(conf, method, path):
     assert len(app.environs) == 1
     assert mw.queues == {}
     assert not logger.only('queue.')
+
+
+def mounted(*devices):
+    """Swift's mount check, answering that only `devices` are mounted."""
+    paths = set(os.path.join(DEVICES, device) for device in devices)
+    return mock.patch('swift.common.utils.ismount', paths.__contains__)
+
+
+def test_with_mount_check_only_mounted_devices_get_a_queue():
+    mw, app, logger = queued({'mount_check': 'true', 'deadline': '0'})
+    with mounted('sdb1'):
+        _, body = start(mw)
+        # sdb2 is a directory, but not mounted: the object server's 507
+        seen, other = start(mw, path='/sdb2/123/AUTH_test/c/o')
+    assert set(mw.queues) == {'sdb1'}
+    assert (in_use(mw), app.calls) == (1, 2)
+    body.close()
+    other.close()
+
+
+def test_mount_check_is_on_by_default():
+    # as in the object server: DEVICES are directories, not mount points
+    mw = object_mw.MassQueueMiddleware(
+        BodyApp(), {'devices': DEVICES, 'slots_per_device': '1'},
+        logger=CountingLogger(), clock=Clock())
+    start(mw)[1].close()
+    assert mw.queues == {}
+    with mounted('sdb1'):
+        start(mw)[1].close()
+    assert set(mw.queues) == {'sdb1'}
+
+
+def test_a_device_unmounted_since_its_queue_was_made_is_not_queued():
+    # deadline 0: a request that had to wait would be refused at once
+    mw, app, _ = queued({'mount_check': 'true', 'deadline': '0'})
+    with mounted('sdb1'):
+        _, first = start(mw)
+    # its one slot is taken, yet the request does not wait: the object
+    # server answers it 507 at once
+    seen, body = start(mw)
+    assert seen['status'] == '200 OK'
+    assert (in_use(mw), app.calls, queue_stats(mw)['waiting']) == (1, 2, 0)
+    first.close()
+    body.close()
 
 
 def test_replicate_is_queued_as_background():
@@ -475,6 +566,7 @@ def test_puts_of_batch_tenants_use_batch_slots():
     ({'X-Backend-Mass-Tenant': 'AUTH_u'}, PATH),
     ({}, '/sdb1/123/AUTH_u/c/o'),
     ({'X-Backend-Mass-Tenant': 'AUTH_%C3%A9'}, PATH),
+    ({}, '/sdb1/123/AUTH_%C3%A9/c/o'),
 ])
 def test_urgent_tenant_isolates_the_device(headers, path):
     mw, _, logger = queued({'urgent_tenants': 'AUTH_x, AUTH_u,AUTH_\xe9',
@@ -567,5 +659,5 @@ def test_every_option_is_documented_in_the_sample():
     object_mw.MassQueueMiddleware(RecordingApp(), conf,
                                   logger=CountingLogger())
     assert 'adaptive_max_batch_slots' in conf.read
-    # `devices` is the object server's own option
-    assert conf.read - documented == {'devices'}
+    # the object server's own options
+    assert conf.read - documented == {'devices', 'mount_check'}
