@@ -1,0 +1,88 @@
+"""The package's layout rules: where code runs is the first thing its path
+says, and imports go one way (servers never import the operator's
+command or the benchmark, and no module imports itself back)."""
+import ast
+import os
+import subprocess
+import sys
+
+import pytest
+
+import swift_mass
+
+PACKAGE = os.path.dirname(swift_mass.__file__)
+ROOT = os.path.dirname(PACKAGE)
+
+
+def modules():
+    """{module name: path} of every module of the package."""
+    found = {}
+    for folder, _dirs, files in os.walk(PACKAGE):
+        for name in files:
+            if not name.endswith('.py'):
+                continue
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, ROOT)[:-3].replace(os.sep, '.')
+            found[rel[:-len('.__init__')] if rel.endswith('__init__')
+                  else rel] = path
+    return found
+
+
+def imports_of(name, path, known):
+    """The package's modules that ``name`` imports at module level (those
+    imported inside a function load only when it runs)."""
+    tree = ast.parse(open(path).read(), path)
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                full = '%s.%s' % (node.module, alias.name)
+                found.add(full if full in known else node.module)
+    return {m for m in found if m in known and m != name}
+
+
+def test_no_import_circle():
+    known = modules()
+    graph = {name: imports_of(name, path, known)
+             for name, path in known.items()}
+    # a package's __init__ importing its own modules is no circle
+    for name in graph:
+        graph[name] = {m for m in graph[name]
+                       if not (m.startswith(name + '.'))}
+    state = {}
+
+    def visit(name, stack):
+        state[name] = 'open'
+        for dep in sorted(graph[name]):
+            if state.get(dep) == 'open':
+                pytest.fail('import circle: %s' % ' -> '.join(
+                    stack[stack.index(dep):] + [dep]))
+            if dep not in state:
+                visit(dep, stack + [dep])
+        state[name] = 'done'
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+
+
+@pytest.mark.parametrize('server_module', [
+    'swift_mass.proxy.middleware', 'swift_mass.obj.middleware'])
+def test_servers_import_neither_the_command_nor_the_benchmark(
+        server_module):
+    loaded = subprocess.check_output([
+        sys.executable, '-W', 'ignore', '-c',
+        'import sys, %s; print("\\n".join(sys.modules))' % server_module],
+        text=True, cwd=ROOT).split()
+    assert [m for m in loaded if m.startswith(
+        ('swift_mass.cli', 'mass_bench'))] == []
+
+
+def test_every_module_says_where_it_runs():
+    places = ('swift_mass.proxy', 'swift_mass.obj', 'swift_mass.cli',
+              'swift_mass.control')
+    shared = ('swift_mass', 'swift_mass.tags', 'swift_mass.conf')
+    stray = [name for name in modules()
+             if name not in shared and not name.startswith(places)]
+    assert stray == []
