@@ -11,6 +11,7 @@ import time
 
 import pytest
 import requests
+from swiftclient.client import get_auth
 
 from swift_mass.cli import control
 
@@ -50,11 +51,8 @@ class Tenant(object):
     """An authenticated tempauth user and its storage URL."""
 
     def __init__(self, user, key):
-        resp = requests.get(PROXY + '/auth/v1.0', headers={
-            'X-Auth-User': user, 'X-Auth-Key': key}, timeout=10)
-        resp.raise_for_status()
-        self.url = resp.headers['X-Storage-Url']
-        self.token = resp.headers['X-Auth-Token']
+        self.url, self.token = get_auth(PROXY + '/auth/v1.0', user, key,
+                                        timeout=10)
         self.account = self.url.rsplit('/', 1)[1]
 
     def request(self, method, path='', headers=None, **kwargs):

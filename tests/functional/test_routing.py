@@ -9,7 +9,6 @@ is removed when its test ends, whatever happens."""
 import contextlib
 import json
 import subprocess
-import time
 import uuid
 
 import boto3
@@ -22,6 +21,7 @@ from swift.common.ring import Ring
 from swift.common.utils import Timestamp
 
 from tests.functional.conftest import PROXY, Tenant
+from tests.functional.waiting import until
 
 SWIFT_DIR = '/etc/swift'
 WRITE_SUBSTORE = 'bulk'      # write_substore of the SAIO's [filter:mass]
@@ -69,17 +69,6 @@ def swift_mass(*args, check=True):
                           text=True)
 
 
-def wait_until(what, predicate, timeout=20.0):
-    deadline = time.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.time() > deadline:
-            pytest.fail('%s: not within %ss' % (what, timeout))
-        time.sleep(0.3)
-
-
 @contextlib.contextmanager
 def pinned(store, client, cls='write', ring=WRITE_SUBSTORE):
     """The account pinned to a class until the block ends, and the proxy
@@ -87,19 +76,19 @@ def pinned(store, client, cls='write', ring=WRITE_SUBSTORE):
     account = client.account
     swift_mass('pin', account, '--class', cls)
     try:
-        wait_until('the pin in the policy table', lambda: (
-            store.get_table()[1].get(account) or {}).get('pinned'))
+        until(lambda: (store.get_table()[1].get(account) or {}).get(
+            'pinned'), 20, 'the pin in the policy table')
 
         def proxy_routes():
             probe = 'mass-probe-%s' % uuid.uuid4().hex[:8]
             assert client.create(probe).status_code == 201
             return client.policy(probe) == ring
-        wait_until('the proxy routing ' + account, proxy_routes)
+        until(proxy_routes, 20, 'the proxy routing ' + account, 0.3)
         yield
     finally:
         swift_mass('unpin', account)
-        wait_until('the pin removed', lambda: not (
-            store.get_table()[1].get(account) or {}).get('pinned'))
+        until(lambda: not (store.get_table()[1].get(account) or {}).get(
+            'pinned'), 20, 'the pin removed')
 
 
 @pytest.fixture(scope='module')
