@@ -61,8 +61,14 @@ PRIORITY_MAX = 9
 DEFAULT_PRIORITY = 5
 BACKGROUND_PRIORITY = 1
 
+# Response headers: what the cache and merge methods did with a request.
+CACHE_RESPONSE_HEADER = 'X-Mass-Cache'
+MERGE_RESPONSE_HEADER = 'X-Mass-Merge'
+
+# The request tags' namespace, as a WSGI environ key prefix.
+BACKEND_TAG_PREFIX = environ_key('X-Backend-Mass-')
 # Client-controllable headers in the Mass namespaces, as WSGI environ keys.
-_CLIENT_TAG_PREFIXES = ('HTTP_X_BACKEND_MASS_', 'HTTP_X_MASS_')
+_CLIENT_TAG_PREFIXES = (BACKEND_TAG_PREFIX, environ_key('X-Mass-'))
 
 
 def strip_client_tags(environ):

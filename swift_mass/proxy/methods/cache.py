@@ -54,6 +54,7 @@ from swift.common.utils import Timestamp, list_from_csv
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
+from swift_mass import tags
 from swift_mass.proxy.methods import base
 from swift_mass.proxy.methods.bodies import Entry, LocalBodies, \
     MemcacheBodies, RedisBodies
@@ -62,7 +63,7 @@ from swift_mass.control.store import RedisStore
 
 # The values of cache_backend: where from_conf keeps bodies.
 BACKENDS = ('redis', 'memcache', 'local')
-CACHE_HEADER = 'X-Mass-Cache'
+CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
 WRITES = ('PUT', 'POST', 'DELETE', 'COPY')
 GENERATIONS_RETRY_AFTER = 5.0
 # Objects a worker found it cannot cache (encrypted, manifests, symlinks,
@@ -78,7 +79,7 @@ _CONDITIONS = ('HTTP_RANGE', 'HTTP_IF_MATCH', 'HTTP_IF_NONE_MATCH',
 # the hit resolves as the object server would).  Any other X-Backend-*
 # header, set by a middleware left of Mass, asks the backend for
 # something a hit cannot be sure to honour.
-_BACKEND_SAFE = ('HTTP_X_BACKEND_MASS_', 'HTTP_X_BACKEND_ETAG_IS_AT',
+_BACKEND_SAFE = (tags.BACKEND_TAG_PREFIX, 'HTTP_X_BACKEND_ETAG_IS_AT',
                  'HTTP_X_BACKEND_IGNORE_RANGE_IF_METADATA_PRESENT')
 # Response headers of objects that are not plain bodies.
 _NOT_PLAIN = ('x-static-large-object', 'x-object-manifest',

@@ -28,10 +28,11 @@ from eventlet.timeout import Timeout
 from swift.common.swob import Request
 from swift.common.utils import Timestamp, close_if_possible, md5
 
+from swift_mass import tags
 from swift_mass.proxy.methods import base
 from swift_mass.proxy.methods.cache import cacheable_headers
 
-MERGE_HEADER = 'X-Mass-Merge'
+MERGE_HEADER = tags.MERGE_RESPONSE_HEADER
 # Answers whose body does not depend on who asked, once authorised.
 _SHARED = (200, 206, 304, 404, 412, 416)
 
