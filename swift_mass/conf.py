@@ -107,7 +107,7 @@ def substore_option(conf, section, option):
     return policy.name
 
 
-def control_settings(conf, section=SECTION):
+def _control_settings(conf, section=SECTION):
     """The control loop's settings (swift_mass.control.controller.Settings)."""
     thresholds = classify.Thresholds(
         read_share=float_option(conf, section, 'read_share', 0.8, 0.0, 1.0),
@@ -244,7 +244,7 @@ class MassConf(object):
         self.bucket_seconds = int_option(conf, section, 'bucket_seconds', 5,
                                          1)
         #: the control loop's (swift_mass.control.controller.Settings)
-        self.control = control_settings(conf, section)
+        self.control = _control_settings(conf, section)
         if self.control.window < 2 * self.bucket_seconds:
             raise ConfigError('[%s] window_seconds = %d is not valid; '
                               'allowed: at least twice bucket_seconds (%d)'

@@ -26,8 +26,6 @@ UNQUEUED_METHODS = ('SSYNC',)
 # The object server's paths (swift.obj.server): REPLICATE names a
 # partition (and maybe suffixes), every other method an object.
 PARTITION_METHODS = ('REPLICATE',)
-# The name swift-mass queue imports until it reads tags.QUEUE_ADMIN_PATH.
-ADMIN_PATH = tags.QUEUE_ADMIN_PATH
 # Operators mark few tenants urgent; the cap keeps a flood of forged
 # backend requests (storage network only) from growing the set.
 MAX_URGENT_SEEN = 1000
@@ -143,7 +141,7 @@ class MassQueueMiddleware(object):
                             slots_per_device=self.conf.slots_per_device,
                             batch_slots=self.conf.batch_slots,
                             adaptive_slots=self.conf.adaptive_slots,
-                            admin_path=ADMIN_PATH)
+                            admin_path=tags.QUEUE_ADMIN_PATH)
 
     # ------------------------------------------------------------ tags
 
@@ -283,7 +281,7 @@ class MassQueueMiddleware(object):
 
     def __call__(self, env, start_response):
         method = env.get('REQUEST_METHOD')
-        if method == 'GET' and env.get('PATH_INFO') == ADMIN_PATH:
+        if method == 'GET' and env.get('PATH_INFO') == tags.QUEUE_ADMIN_PATH:
             return self._admin(env, start_response)
         label = self._tag(env, method)
         if not self.conf.slots_per_device or method in UNQUEUED_METHODS:

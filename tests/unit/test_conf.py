@@ -121,6 +121,14 @@ def test_options_checked_against_each_other(options, named):
     assert str(err.value).startswith(named)
 
 
+def test_merge_wait_below_its_minimum_names_itself():
+    with pytest.raises(ConfigError) as err:
+        MassConf({'merge_wait_seconds': '-1'})
+    assert str(err.value).startswith(
+        "[filter:mass] merge_wait_seconds = '-1' is not valid; allowed: a "
+        "number from 0 to 300")
+
+
 def test_defaults():
     mass = MassConf()
     assert (mass.default_priority, mass.control_loop, mass.interval,

@@ -61,8 +61,6 @@ from swift_mass.proxy.methods.bodies import Entry, LocalBodies, \
 from swift_mass.proxy.methods.generation import Generations
 from swift_mass.control.store import RedisStore
 
-# The values of cache_backend: where from_conf keeps bodies.
-BACKENDS = ('redis', 'memcache', 'local')
 CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
 WRITES = ('PUT', 'POST', 'DELETE', 'COPY')
 GENERATIONS_RETRY_AFTER = 5.0

@@ -10,7 +10,6 @@ import redis
 from swift.common.swob import Request
 from swift.common.utils import Timestamp, md5
 
-from swift_mass.conf import ConfigError
 from swift_mass.proxy.methods import base, cache
 from swift_mass.proxy.methods.bodies import Entry, LocalBodies
 from swift_mass.proxy.methods.generation import Generations
@@ -702,22 +701,6 @@ def test_generations_unreachable_reads_cost_one_timeout():
 
 
 # -- configuration ---------------------------------------------------------
-
-@pytest.mark.parametrize('conf, option', [
-    ({'cache_backend': 'disk'}, 'cache_backend'),
-    ({'cache_max_object_size': '0'}, 'cache_max_object_size'),
-    ({'cache_budget_bytes': '10', 'cache_max_object_size': '20'},
-     'cache_budget_bytes'),
-    ({'cache_ttl': '600', 'cache_generation_ttl': '60'},
-     'cache_generation_ttl'),
-    ({'cache_ttl_only': 'sometimes'}, 'cache_ttl_only'),
-    ({'merge_wait_seconds': '-1'}, 'merge_wait_seconds'),
-])
-def test_bad_options_stop_the_proxy_naming_them(conf, option):
-    with pytest.raises(ConfigError) as err:
-        MassConf(conf)
-    assert option in str(err.value) and 'allowed' in str(err.value)
-
 
 def test_redis_backend_without_redis_falls_back_to_local():
     logger = Logger()
