@@ -48,12 +48,10 @@ import threading
 import time
 import urllib.parse
 
-from swift.common.utils import readconf
 from swiftclient.client import get_auth
 
 from mass_bench import workloads
-from swift_mass.conf import MassConf
-from swift_mass.control.store import ResilientStore, store_from_conf
+from swift_mass.control.store import shared_store
 
 MODES = ('default', 'static', 'mass')
 DEFAULT_TENANTS = ('photos:web:web=A', 'dbdump:dump:dump=B',
@@ -273,10 +271,11 @@ class Bench(object):
 
     def _store(self):
         if self.store is None:
-            conf, self.store = shared_store(self.conf)
+            conf, self.store = shared_store(self.conf,
+                                            logging.getLogger('mass_bench'))
             if self.settle is None:
                 # every worker loads the table within one interval
-                self.settle = 2 * float(conf.get('interval', 5)) + 0.5
+                self.settle = 2 * conf.interval + 0.5
         return self.store
 
     def _pipeline(self, mode):
@@ -607,20 +606,6 @@ def staged_scenario(name, tenants):
         return [('1 reads', {tenant: tenant.workload}),
                 ('2 switched to writes', {tenant: writes})]
     raise ValueError('--staged: external or internal')
-
-
-def shared_store(conf_path):
-    """``(conf, store)``: the ``[filter:mass]`` section of the proxy config
-    ``conf_path`` and the shared store it names (the SAIO's: Redis), where
-    the proxies read pins and write the policy table."""
-    conf = readconf(conf_path, 'filter:mass')
-    store = store_from_conf(MassConf(conf), logging.getLogger('mass_bench'))
-    if not isinstance(store, ResilientStore):
-        raise RuntimeError('%s: [filter:mass] store = local: the proxies '
-                           'share no store to pin tenants in' % conf_path)
-    # the first of the chain: Redis (memcache, without the proxies' client,
-    # would be worker-local here)
-    return conf, store.primary
 
 
 def add_arguments(parser):

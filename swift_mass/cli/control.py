@@ -18,13 +18,10 @@ import json
 import sys
 import time
 
-from swift.common.memcached import load_memcache
-from swift.common.utils import readconf
-
 from swift_mass.cli import output
-from swift_mass.conf import SECTION, ConfigError, MassConf, substore_option
+from swift_mass.conf import ConfigError, substore_option
 from swift_mass.control import classify, controller, monitor
-from swift_mass.control.store import ResilientStore, store_from_conf
+from swift_mass.control.store import shared_store
 
 
 class Quiet(object):
@@ -51,19 +48,8 @@ class Quiet(object):
 def load(conf_path):
     """The proxy's ``[filter:mass]`` (a MassConf, parsed as the filter
     parses it), its shared store and its control settings."""
-    raw = readconf(conf_path, SECTION)
-    conf = MassConf(raw)
-    logger = Quiet()
-    store = store_from_conf(conf, logger,
-                            memcache=load_memcache(raw, logger))
-    if not isinstance(store, ResilientStore):
-        raise ConfigError('[%s] store = local: each proxy worker keeps its '
-                          'own state; there is no shared store to read'
-                          % SECTION)
-    # the shared store itself, not the worker-local fallback
-    while isinstance(store.primary, ResilientStore):
-        store = store.primary
-    return conf, store.primary, conf.control
+    conf, store = shared_store(conf_path, Quiet())
+    return conf, store, conf.control
 
 
 def figures_now(store, settings, conf):

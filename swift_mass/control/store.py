@@ -38,8 +38,11 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from swift.common.memcached import load_memcache
+from swift.common.utils import readconf
+
 from swift_mass.conf import DEFAULT_REDIS_TIMEOUT_MS, DEFAULT_REDIS_URL, \
-    redacted_url
+    SECTION, ConfigError, MassConf, redacted_url
 
 
 def _quote(name):
@@ -734,3 +737,22 @@ def store_from_conf(mass_conf, logger, memcache=None):
                              socket_timeout_ms=conf.redis_timeout_ms,
                              connect_timeout_ms=conf.redis_timeout_ms)
     return ResilientStore(redis_store, shared, logger, conf.retry_after)
+
+
+def shared_store(conf_path, logger):
+    """``(mass_conf, store)`` for a command outside the proxy: the
+    ``[filter:mass]`` of the proxy config ``conf_path``, parsed as the
+    filter parses it, and the shared store it names (the first of the
+    chain: the fallbacks are a proxy worker's own).  ConfigError when the
+    proxies share none (``store = local``)."""
+    raw = readconf(conf_path, SECTION)
+    conf = MassConf(raw)
+    store = store_from_conf(conf, logger,
+                            memcache=load_memcache(raw, logger))
+    if not isinstance(store, ResilientStore):
+        raise ConfigError('[%s] store = local: each proxy worker keeps its '
+                          'own state; there is no shared store to read'
+                          % SECTION)
+    while isinstance(store.primary, ResilientStore):
+        store = store.primary
+    return conf, store.primary

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from mass_bench import bench, plots, workloads
+from swift_mass.conf import ConfigError
 from swift_mass.control import classify
 from swift_mass.control.store import RedisStore
 
@@ -270,12 +271,12 @@ def test_main_refuses_bad_options_before_touching_the_cluster(capsys):
 def test_the_store_is_the_one_the_proxies_share(tmp_path):
     conf = tmp_path / 'proxy-server.conf'
     conf.write_text('[filter:mass]\nredis_url = redis://127.0.0.1:6399/3\n')
-    section, store = bench.shared_store(str(conf))
+    store = bench.Bench([], 'http://p/auth/v1.0', conf=str(conf))._store()
     assert isinstance(store, RedisStore)
     assert store.url == 'redis://127.0.0.1:6399/3'
     conf.write_text('[filter:mass]\nstore = local\n')
-    with pytest.raises(RuntimeError, match='store = local'):
-        bench.shared_store(str(conf))
+    with pytest.raises(ConfigError, match='store = local'):
+        bench.Bench([], 'http://p/auth/v1.0', conf=str(conf))._store()
 
 
 def test_tenants_log_in_with_swiftclient(monkeypatch):
