@@ -305,7 +305,6 @@ class MassQueueMiddleware(object):
                 method not in WRITE_METHODS or \
                 config_true_value(env.get(REPLICATION_ENV)):
             return self.app
-        self.generations.start(self._local_devices)
         return functools.partial(
             BumpedWrite(self.app, self.generations, self.logger), key=key)
 
@@ -354,6 +353,10 @@ class MassQueueMiddleware(object):
         method = env.get('REQUEST_METHOD')
         if method == 'GET' and env.get('PATH_INFO') == tags.QUEUE_ADMIN_PATH:
             return self._admin(env, start_response)
+        if self.generations is not None:
+            # registered from the first request (after the fork), so the
+            # proxies trust generations before anyone writes
+            self.generations.start(self._local_devices)
         label = self._tag(env, method)
         if method in UNQUEUED_METHODS:
             return self.app(env, start_response)
