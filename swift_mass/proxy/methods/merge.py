@@ -30,7 +30,6 @@ from swift.common.utils import Timestamp, close_if_possible, md5
 
 from swift_mass import tags
 from swift_mass.proxy.methods import base
-from swift_mass.generations import object_key
 from swift_mass.proxy.methods.cache import cacheable_headers
 
 MERGE_HEADER = tags.MERGE_RESPONSE_HEADER
@@ -126,7 +125,7 @@ class MergeMethod(base.Method):
         return (key, env['REQUEST_METHOD'], tuple(relevant))
 
     def wrap(self, env, start_response, app):
-        key = object_key(*base.object_path(env))
+        key = base.object_key(*base.object_path(env))
         resp = self.cache.hit(env, key)
         if resp is not None:
             return resp(env, start_response)
@@ -199,8 +198,7 @@ class MergeMethod(base.Method):
     # -- writes ---------------------------------------------------------
 
     def writes_through(self, env):
-        if env.get('REQUEST_METHOD') != 'PUT' or \
-                env.get('QUERY_STRING') or base.object_path(env) is None:
+        if env.get('REQUEST_METHOD') != 'PUT' or env.get('QUERY_STRING'):
             return False
         try:
             length = int(env.get('CONTENT_LENGTH'))
@@ -208,7 +206,7 @@ class MergeMethod(base.Method):
             return False
         return 0 <= length <= self.cache.settings.max_object_size
 
-    def write(self, env, start_response, app):
+    def write(self, env, start_response, app, keys):
         recorder = Recorder(env['wsgi.input'],
                             self.cache.settings.max_object_size)
         env['wsgi.input'] = recorder
@@ -217,13 +215,12 @@ class MergeMethod(base.Method):
         def capture(status, headers, exc_info=None):
             seen['status'] = int(status.split(' ', 1)[0])
             return start_response(status, headers, exc_info)
-        app_iter = app(env, capture)
+        app_iter = self.cache.guard_write(env, capture, app, keys)
         if seen.get('status') != 201 or recorder.body is None:
             return app_iter
         timestamp = env.get('HTTP_X_TIMESTAMP')
-        key = object_key(*base.object_path(env))
         return AfterClose(app_iter, lambda: self._write_through(
-            env, key, recorder.body, timestamp))
+            env, keys[0], recorder.body, timestamp))
 
     def _write_through(self, env, key, body, timestamp):
         try:

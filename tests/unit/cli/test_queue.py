@@ -109,9 +109,6 @@ class NullLogger(object):
     def timing(self, metric, value):
         pass
 
-    def info(self, line):
-        pass
-
 
 def serve(server):
     # a short poll: shutdown() waits for it

@@ -57,12 +57,10 @@ def test_a_batch_tenants_read_goes_to_the_app_as_it_came():
     assert methods().app_for(request_env(), BATCH, app) is app
 
 
-def test_a_batch_tenants_put_goes_to_the_backend_as_it_is():
-    """Generations are the object servers' (swift_mass.generations): the
-    proxy adds nothing to a write but the batch tag."""
+def test_a_batch_tenants_put_still_bumps_the_generations():
     found = methods()
-    app = RecordingApp()
-    assert found.app_for(request_env(method='PUT'), BATCH, app) is app
+    guarded = found.app_for(request_env(method='PUT'), BATCH, RecordingApp())
+    assert guarded.func == found.cache.guard_write
 
 
 def test_a_batch_tenants_put_reaches_the_backend_tagged():
