@@ -208,8 +208,6 @@ class CacheConf(object):
         # seconds, as redis-py takes them
         self.redis_timeout = int_option(
             conf, section, 'cache_redis_timeout_ms', 250, 1) / 1000.0
-        self.bump_timeout = int_option(
-            conf, section, 'cache_bump_timeout_ms', 1000, 1) / 1000.0
 
 
 class MergeConf(object):
@@ -255,6 +253,8 @@ class MassConf(object):
         self.migrate_retry_after = int_option(
             conf, section, 'migrate_retry_after',
             DEFAULT_MIGRATE_RETRY_AFTER, 1)
+        #: the proxy's: its rings say which devices must bump generations
+        self.swift_dir = conf.get('swift_dir', '/etc/swift')
         self.store = StoreConf(conf, section)
         self.cache = CacheConf(conf, section)
         self.merge = MergeConf(conf, section)
@@ -310,9 +310,23 @@ class QueueConf(object):
         if self.adaptive_slots:
             self._read_adaptive(conf)
         # The object server's own options, read as it reads them: a queue
-        # only for a device it would serve.
+        # only for a device it would serve, and the ring devices it
+        # registers as bumping generations.
         self.devices = conf.get('devices', '/srv/node')
         self.mount_check = config_true_value(conf.get('mount_check', 'true'))
+        self.swift_dir = conf.get('swift_dir', '/etc/swift')
+        self.bind_ip = conf.get('bind_ip', '0.0.0.0')
+        self.bind_port = int_option(conf, section, 'bind_port', 6200, 1,
+                                    65535)
+        # Generations (swift_mass.generations): off without a redis_url.
+        self.redis_url = None
+        if str(conf.get('redis_url', '')).strip():
+            self.redis_url = redis_url_option(conf, section, 'redis_url',
+                                              DEFAULT_REDIS_URL)
+        self.generation_ttl = int_option(conf, section, 'generation_ttl',
+                                         86400, 1)
+        self.bump_wait = int_option(conf, section, 'bump_wait_ms', 40, 1,
+                                    10000) / 1000.0
 
     def _read_adaptive(self, conf):
         section = self.section

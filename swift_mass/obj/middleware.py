@@ -1,6 +1,7 @@
 """The ``mass_queue`` filter of Swift's object servers: the storage-node
 half of Mass, a priority queue per device (:class:`MassQueueMiddleware`).
 """
+import functools
 import json
 import time
 
@@ -13,9 +14,11 @@ from swift.common.swob import HTTPException, HTTPServiceUnavailable, \
     Request, wsgi_to_str, wsgi_unquote
 from swift.common.utils import ClosingIterator, config_true_value, \
     get_logger
+from swift.common.wsgi import WSGIContext
 
 from swift_mass import tags
 from swift_mass.conf import QueueConf
+from swift_mass.generations import Generations, object_key, ring_devices
 from swift_mass.obj import device_queue
 
 REPLICATION_METHODS = ('REPLICATE', 'SSYNC')
@@ -26,6 +29,8 @@ UNQUEUED_METHODS = ('SSYNC',)
 # The object server's paths (swift.obj.server): REPLICATE names a
 # partition (and maybe suffixes), every other method an object.
 PARTITION_METHODS = ('REPLICATE',)
+# Writes that change what a GET of the object answers.
+WRITE_METHODS = ('PUT', 'POST', 'DELETE')
 # Operators mark few tenants urgent; the cap keeps a flood of forged
 # backend requests (storage network only) from growing the set.
 MAX_URGENT_SEEN = 1000
@@ -45,6 +50,35 @@ class SlotHoldingIterator(ClosingIterator):
             super(SlotHoldingIterator, self).close()
         finally:
             self.release()
+
+
+class BumpedWrite(WSGIContext):
+    """An object write, answered only after the object got a new
+    generation (swift_mass.generations): the object server has written it
+    by the time it answers."""
+
+    def __init__(self, app, generations, logger):
+        super(BumpedWrite, self).__init__(app)
+        self.generations = generations
+        self.logger = logger
+
+    def __call__(self, env, start_response, key):
+        status = None
+        try:
+            app_iter = self._app_call(env)
+            status = self._get_status_int()
+        finally:
+            # A refused write changed nothing, but a DELETE's 404 left a
+            # tombstone; an error may have written part of it: bump, and
+            # record the timestamp only of what surely was written.
+            if status is None or status >= 500:
+                self.generations.bump([key])
+            elif status < 400 or (status == 404 and
+                                  env['REQUEST_METHOD'] == 'DELETE'):
+                self.generations.bump([key], env.get('HTTP_X_TIMESTAMP'))
+        start_response(self._response_status, self._response_headers,
+                       self._response_exc_info)
+        return app_iter
 
 
 class MassQueueMiddleware(object):
@@ -107,6 +141,15 @@ class MassQueueMiddleware(object):
     queued: one SSYNC request streams a whole partition for minutes, and
     Swift already limits it with ``replication_concurrency_per_device``.
 
+    Generations.  With ``redis_url`` (the Redis of the proxies' ``mass``),
+    every object PUT, POST and DELETE the object server handles, whoever
+    sent it, gives the object a new generation once the object server has
+    written it and before its answer leaves (at most ``bump_wait_ms``
+    later, whatever Redis does), and the filter registers the ring devices
+    it serves; the proxies' caches serve a body only while its generation
+    is unchanged, and trust generations only while every device of their
+    object rings is registered (``swift_mass.generations``).
+
     ``GET /mass_queue`` (a path without a device) answers the state of
     every device's queue in this worker as JSON, for operators; object
     servers listen on the storage network only, like recon.
@@ -137,6 +180,15 @@ class MassQueueMiddleware(object):
         self.queues = {}
         # tenants the proxies marked urgent, for GET /mass_queue
         self.urgent_seen = set()
+        self.generations = None
+        if self.conf.redis_url:
+            self.generations = Generations(
+                self.conf.redis_url, self.logger, ttl=self.conf.generation_ttl,
+                bump_wait=self.conf.bump_wait)
+        else:
+            self.logger.info('mass_queue: no redis_url, so this object '
+                             'server bumps no generations and the proxies\' '
+                             'caches validate every hit against Swift')
         register_swift_info('mass_queue',
                             slots_per_device=self.conf.slots_per_device,
                             batch_slots=self.conf.batch_slots,
@@ -169,25 +221,27 @@ class MassQueueMiddleware(object):
     # ------------------------------------------------------------ queue
 
     def _device_and_account(self, env, method):
-        """(device, account or None) of a request the object server would
-        serve from one of its devices; None for any other (it answers
-        those itself: 400, 412 or 507)."""
+        """(device, account or None, object key or None) of a request the
+        object server would serve from one of its devices; None for any
+        other (it answers those itself: 400, 412 or 507)."""
         req = Request(env)
         if not check_utf8(wsgi_to_str(req.path_info), internal=True):
             return None
         try:
+            key = None
             if method in PARTITION_METHODS:
                 device = split_and_validate_path(req, 2, 3, True)[0]
                 account = None
             else:
-                device, _, account, _, _ = split_and_validate_path(
-                    req, 5, 5, True)
+                device, _, account, container, obj = \
+                    split_and_validate_path(req, 5, 5, True)
+                key = object_key(account, container, obj)
             # On every request, as the object server does: a device
             # unmounted since its queue was made gets its 507 at once.
             check_drive(self.conf.devices, device, self.conf.mount_check)
         except (HTTPException, ValueError):
             return None
-        return device, account
+        return device, account, key
 
     def _queue_of(self, device):
         queue = self.queues.get(device)
@@ -243,7 +297,23 @@ class MassQueueMiddleware(object):
                                   ('Content-Length', str(len(body)))])
         return [body]
 
-    def _queued(self, env, start_response, method, device, account, label):
+    def _app_for(self, env, method, key):
+        """The object server, or for a client's object write, the object
+        server with a generation bump (replication moves versions that
+        were written already)."""
+        if self.generations is None or key is None or \
+                method not in WRITE_METHODS or \
+                config_true_value(env.get(REPLICATION_ENV)):
+            return self.app
+        return functools.partial(
+            BumpedWrite(self.app, self.generations, self.logger), key=key)
+
+    def _local_devices(self):
+        return ring_devices(self.conf.swift_dir,
+                            local_to=(self.conf.bind_ip, self.conf.bind_port))
+
+    def _queued(self, env, start_response, method, device, account, label,
+                app):
         """Serve the request once its device's queue admits it, or answer
         503 when it waited past its deadline."""
         queue = self._queue_of(device)
@@ -273,7 +343,7 @@ class MassQueueMiddleware(object):
                 headers={'Retry-After': str(self.conf.retry_after)})(
                     env, start_response)
         try:
-            app_iter = self.app(env, start_response)
+            app_iter = app(env, start_response)
         except BaseException:
             queue.release(ticket)
             raise
@@ -283,15 +353,22 @@ class MassQueueMiddleware(object):
         method = env.get('REQUEST_METHOD')
         if method == 'GET' and env.get('PATH_INFO') == tags.QUEUE_ADMIN_PATH:
             return self._admin(env, start_response)
+        if self.generations is not None:
+            # registered from the first request (after the fork), so the
+            # proxies trust generations before anyone writes
+            self.generations.start(self._local_devices)
         label = self._tag(env, method)
-        if not self.conf.slots_per_device or method in UNQUEUED_METHODS:
+        if method in UNQUEUED_METHODS:
             return self.app(env, start_response)
         target = self._device_and_account(env, method)
         if target is None:
             return self.app(env, start_response)
-        device, account = target
+        device, account, key = target
+        app = self._app_for(env, method, key)
+        if not self.conf.slots_per_device:
+            return app(env, start_response)
         return self._queued(env, start_response, method, device, account,
-                            label)
+                            label, app)
 
 
 def filter_factory(global_conf, **local_conf):

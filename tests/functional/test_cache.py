@@ -308,9 +308,17 @@ def body_for(name, version):
 
 
 class Load(object):
-    def __init__(self, client, names, writers=4, readers=8):
+    """Writers and readers of ``names``; ``write_via`` and ``read_via``
+    the proxies each goes through.  Each write's latency is kept in
+    ``write_latencies`` as (start time, seconds)."""
+
+    def __init__(self, client, names, writers=4, readers=8,
+                 write_via=PROXIES, read_via=PROXIES):
         self.client = client
         self.names = names
+        self.write_via = write_via
+        self.read_via = read_via
+        self.write_latencies = []
         self.history = History(names)
         self.stop = threading.Event()
         self.reads = 0
@@ -340,6 +348,7 @@ class Load(object):
             h.issued[name] = version
             h.ops[name].append((version, kind))
         meta = {'X-Object-Meta-V': str(version)}
+        started = time.time()
         if kind == 'PUT':
             resp = self.client.request('PUT', proxy, name, headers=meta,
                                        data=body_for(name, version))
@@ -347,6 +356,7 @@ class Load(object):
             resp = self.client.request('POST', proxy, name, headers=meta)
         else:
             resp = self.client.request('DELETE', proxy, name)
+        self.write_latencies.append((started, time.time() - started))
         if resp.status_code not in (201, 202, 204):
             self.failed.append((kind, name, resp.status_code))
         with h.lock:
@@ -363,7 +373,7 @@ class Load(object):
                 kind = random.choice(['PUT'] * 6 + ['POST'] * 2 +
                                      ['DELETE'] * 2)
             try:
-                self._write(name, kind, random.choice(PROXIES))
+                self._write(name, kind, random.choice(self.write_via))
             except requests.RequestException as err:
                 self.failed.append((kind, name, repr(err)))
             if kind == 'DELETE':
@@ -376,7 +386,7 @@ class Load(object):
         h = self.history
         while not self.stop.is_set():
             name = random.choice(self.names)
-            proxy = random.choice(PROXIES)
+            proxy = random.choice(self.read_via)
             with h.lock:
                 floor = h.acked[name]
             try:

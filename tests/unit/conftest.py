@@ -9,6 +9,8 @@ import uuid
 import fakeredis
 import pytest
 import redis
+from fakeredis._commands import command
+from fakeredis._socket import FakeSocket
 from swift.common import memcached
 
 from tests.unit.helpers import MEMCACHE_SERVER, REDIS_URL, FakeMemcached
@@ -30,6 +32,21 @@ def _refuse_machine_services(event, args):
 
 
 sys.addaudithook(_refuse_machine_services)
+
+
+@command((), (bytes,))
+def info(socket, *_sections):
+    """fakeredis has no INFO; Mass reads a server's run_id from it
+    (swift_mass.generations.redis_run_id).  A FakeServer keeps one
+    ``run_id``; a test "restarts" Redis by giving it a new one."""
+    server = socket._server
+    if getattr(server, 'run_id', None) is None:
+        server.run_id = uuid.uuid4().hex
+    return ('# Server\r\nredis_version:7.0.15\r\nrun_id:%s\r\n'
+            % server.run_id).encode('ascii')
+
+
+FakeSocket.info = info
 
 
 def _is_machine_redis(url):

@@ -61,6 +61,9 @@ class Clock(object):
     def __call__(self):
         return self.now
 
+    def sleep(self, seconds):
+        self.now += seconds
+
 
 class FakeMemcached(socketserver.ThreadingTCPServer):
     """A memcached on a port of its own: the text protocol's get, set, add,

@@ -76,7 +76,7 @@ BAD = [
     ('cache_max_object_size', '0'), ('cache_budget_bytes', '-1'),
     ('cache_ttl', '0'), ('cache_generation_ttl', '299'),
     ('cache_ttl_only', 'sometimes'), ('cache_redis_timeout_ms', '0'),
-    ('cache_bump_timeout_ms', '0.5'), ('merge_wait_seconds', '301'),
+    ('merge_wait_seconds', '301'),
 ]
 
 
@@ -144,7 +144,7 @@ def test_defaults():
     assert vars(mass.cache) == {
         'backend': 'redis', 'max_object_size': 1048576,
         'budget': 67108864, 'ttl': 300, 'generation_ttl': 86400,
-        'ttl_only': False, 'redis_timeout': 0.25, 'bump_timeout': 1.0}
+        'ttl_only': False, 'redis_timeout': 0.25}
     assert mass.merge.wait_seconds == 10.0
 
 
@@ -157,7 +157,7 @@ def test_options_are_read(policies):
         'store': ' Local ', 'redis_url': 'unix:///run/redis.sock?db=2',
         'redis_timeout_ms': '200', 'store_retry_after': '5',
         'cache_backend': 'memcache', 'cache_ttl_only': 'yes',
-        'cache_bump_timeout_ms': '1500', 'merge_wait_seconds': '0.5'})
+        'cache_redis_timeout_ms': '150', 'merge_wait_seconds': '0.5'})
     assert (mass.default_priority, mass.control_loop, mass.interval,
             mass.bucket_seconds, mass.control.window) == \
         (8, False, 2.5, 10, 30)
@@ -169,7 +169,7 @@ def test_options_are_read(policies):
         'kind': 'local', 'redis_url': 'unix:///run/redis.sock?db=2',
         'redis_timeout_ms': 200, 'retry_after': 5}
     assert (mass.cache.backend, mass.cache.ttl_only,
-            mass.cache.bump_timeout) == ('memcache', True, 1.5)
+            mass.cache.redis_timeout) == ('memcache', True, 0.15)
     assert mass.merge.wait_seconds == 0.5
 
 

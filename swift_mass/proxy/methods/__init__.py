@@ -1,12 +1,13 @@
 """The methods a tenant's policy names (entry['method']), one module each.
 
 :class:`Methods` is what the proxy filter asks, per request, which app
-answers it: the app right of Mass (most requests), the method of the
-tenant's policy when that method acts on the request, or, for an object
-write of any tenant, the cache's write guard, which keeps every proxy's
-cached bodies from going stale (for a ``merge`` tenant's small PUT, the
-guard with write-through).  Before that, the method of the tenant's policy
-tags the request (:meth:`base.Method.tag`: ``batch``'s tag).
+answers it: the app right of Mass (most requests), or the method of the
+tenant's policy when that method acts on the request (a ``merge``
+tenant's small PUT: written through to the cache).  Before that, the
+method of the tenant's policy tags the request (:meth:`base.Method.tag`:
+``batch``'s tag).  Writes need nothing from the proxy: the object servers
+give each object they write a new generation
+(:mod:`swift_mass.generations`).
 
 The methods read their options from the filter's parsed configuration
 (``mass_conf.cache``, ``mass_conf.merge``); they parse none themselves.
@@ -36,13 +37,8 @@ class Methods(object):
             method = self.by_name.get(entry.get('method'))
         if method is not None:
             method.tag(env)
-        keys = self.cache.write_keys(env)
-        if keys:
-            if method is self.merge and self.merge.writes_through(env):
-                return functools.partial(self.merge.write, app=app,
-                                         keys=keys)
-            return functools.partial(self.cache.guard_write, app=app,
-                                     keys=keys)
+        if method is self.merge and self.merge.writes_through(env):
+            return functools.partial(self.merge.write, app=app)
         if method is None or not method.decide(env):
             return app
         return functools.partial(method.wrap, app=app)

@@ -12,10 +12,8 @@ steps, all in :meth:`swift_mass.proxy.methods.Methods.app_for`:
    calling the app right of Mass when it needs the backend.
 
 A request the method does not act on goes to the app as it came (tags
-aside).  Object writes of every tenant go through the cache's write guard
-instead of 2 and 3 (see :mod:`swift_mass.proxy.methods`).
+aside).
 """
-import hashlib
 
 from swift.common.swob import wsgi_unquote
 from swift.common.utils import split_path
@@ -46,13 +44,6 @@ def copy_destination(env, account):
     if dest_account:
         account = wsgi_unquote(dest_account)
     return account, container, obj
-
-
-def object_key(account, container, obj):
-    """A fixed-length key for an object, the same in every proxy: object
-    names are up to 1 KiB of arbitrary bytes."""
-    name = '/'.join((account, container, obj)).encode('latin-1')
-    return hashlib.sha256(name).hexdigest()
 
 
 class Method(object):

@@ -2,20 +2,18 @@
 
 Correctness comes first; a stale read is a bug.
 
-* **Generations** (:mod:`swift_mass.proxy.methods.generation`): every object
-  write that passes any Mass proxy, of any tenant, from a client or from a
-  subrequest of slo, dlo, copy, versioning, symlink or bulk, replaces the
-  object's generation in Redis before it is sent on and again once the
-  backend has answered, before the client hears of it.  A body is stored
-  with the generation read before it was fetched, and only if the
-  generation read after the whole body arrived is still the same; a hit is
-  served only while the object's generation is the stored one.  So a read
-  that began before a write cannot put the old body back, and once a write
-  has been acknowledged no proxy serves what it replaced.  Writes of
-  tenants without the cache bump too: a tenant's policy changes, and each
-  proxy learns of the change up to an interval later, so restricting bumps
-  to cache tenants would let a proxy cache through a write it never saw.
-* **Without generations** (Redis unreachable, or ``store`` is not redis),
+* **Generations** (:mod:`swift_mass.generations`): the object servers
+  give an object a new generation each time they write it, before they
+  answer, whoever sent the write.  A body is stored with the generation
+  read before it was fetched, and only if the generation read after the
+  whole body arrived is still the same and no newer write was recorded; a
+  hit is served only while the object's generation is the stored one.  So
+  a read that began before a write cannot put the old body back, and once
+  a write has been acknowledged no proxy serves what it replaced.  The
+  proxy trusts generations only while every device of its object rings
+  has an object server that bumps them.
+* **Without generations** (Redis unreachable or not to be trusted, a
+  device without an object server that bumps, or ``store`` is not redis),
   a hit is served only after a HEAD of the object, sent to the backend with
   the client's own request environment (so Swift authorises it), answers
   with the cached body's X-Backend-Timestamp and ETag.
@@ -43,10 +41,6 @@ Responses to requests the cache considered carry ``X-Mass-Cache: hit`` or
 import time
 
 import cachetools
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
-
 from swift.common.http import is_success
 from swift.common.request_helpers import resolve_etag_is_at_header
 from swift.common.swob import Request, Response
@@ -55,15 +49,13 @@ from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
 from swift_mass import tags
-from swift_mass.proxy.methods import base
-from swift_mass.proxy.methods.bodies import Entry, LocalBodies, \
-    MemcacheBodies, RedisBodies
-from swift_mass.proxy.methods.generation import Generations
 from swift_mass.control.store import RedisStore
+from swift_mass.generations import Generations, object_key, ring_devices
+from swift_mass.proxy.methods import base
+from swift_mass.proxy.methods.bodies import Entry, MemcacheBodies, \
+    RedisBodies, LocalBodies
 
 CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
-WRITES = ('PUT', 'POST', 'DELETE', 'COPY')
-GENERATIONS_RETRY_AFTER = 5.0
 # Objects a worker found it cannot cache (encrypted, manifests, symlinks,
 # too large...), remembered with their generation so that their reads skip
 # the body store's round trip until someone writes them.
@@ -114,18 +106,6 @@ def redis_of(store):
     return None
 
 
-def raw_client(redis_store, timeout):
-    """A client of the shared store's Redis for bodies and generations:
-    bytes in and out, ``timeout`` seconds to connect and for each reply,
-    no retries of its own (see swift_mass.control.store.RedisStore); it
-    connects
-    on first use."""
-    return redis.Redis.from_url(
-        redis_store.url, socket_timeout=timeout,
-        socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0),
-        retry_on_timeout=False)
-
-
 class Collector(object):
     """The body of a response on its way to the client, kept as it goes;
     ``on_complete(body)`` is called at close if all of it was sent."""
@@ -165,13 +145,16 @@ class CacheMethod(base.Method):
     name = 'cache'
 
     def __init__(self, app, settings, logger, bodies, generations,
-                 clock=time.time):
+                 clock=time.time, devices=None):
         self.app = app  # the proxy app: container info, validation HEADs
         self.settings = settings
         self.logger = logger
         self.bodies = bodies
         self.generations = generations
         self.clock = clock
+        #: ``devices()``: every device of the object rings, each of which
+        #: needs an object server that bumps generations
+        self.devices = devices
         # key -> the generation under which it was found uncacheable;
         # forgetting one only costs a lookup, so worker-local and bounded
         # is enough
@@ -184,30 +167,25 @@ class CacheMethod(base.Method):
         Redis of the shared ``store`` chain."""
         settings = mass_conf.cache
         shared = redis_of(store)
-        client = bump_client = None
-        if shared is not None:
-            client = raw_client(shared, settings.redis_timeout)
-            bump_client = raw_client(shared, settings.bump_timeout)
         backend = settings.backend
-        if backend == 'redis' and client is None:
+        if backend == 'redis' and shared is None:
             logger.warning('mass cache: cache_backend = redis, but the '
                            'store is not Redis; caching in worker memory')
             backend = 'local'
-        prefix = shared.prefix + 'cache:' if shared is not None else None
+        generations = None
+        if shared is not None:
+            generations = Generations(
+                shared.url, logger, prefix=shared.prefix + 'cache:',
+                ttl=settings.generation_ttl, timeout=settings.redis_timeout)
         if backend == 'redis':
-            bodies = RedisBodies(client, settings.budget, settings.ttl,
-                                 prefix=prefix)
+            bodies = RedisBodies(generations.client, settings.budget,
+                                 settings.ttl, prefix=generations.prefix)
         elif backend == 'memcache':
             bodies = MemcacheBodies(settings.ttl)
         else:
             bodies = LocalBodies(settings.budget, settings.ttl)
-        generations = None
-        if client is not None:
-            generations = Generations(
-                client, logger, prefix=prefix, ttl=settings.generation_ttl,
-                bump_client=bump_client,
-                retry_after=GENERATIONS_RETRY_AFTER)
-        return cls(app, settings, logger, bodies, generations)
+        return cls(app, settings, logger, bodies, generations,
+                   devices=lambda: ring_devices(mass_conf.swift_dir))
 
     # -- helpers -------------------------------------------------------
 
@@ -232,8 +210,14 @@ class CacheMethod(base.Method):
     def validity(self, key):
         """``(validity, write_timestamp)`` of an object now, as
         :meth:`Generations.read` tells; ``(None, None)`` without
-        generations."""
+        generations, or while a device of the object rings has no object
+        server that bumps them."""
         if self.generations is None:
+            return None, None
+        self.generations.start()
+        if self.devices is not None and \
+                self.generations.uncovered(self.devices) != frozenset():
+            self.logger.increment('cache.uncovered')
             return None, None
         return self.generations.read(key)
 
@@ -258,58 +242,6 @@ class CacheMethod(base.Method):
         self._body_call(env, 'put', key, Entry(validity, headers, body))
         return True
 
-    # -- writes --------------------------------------------------------
-
-    @staticmethod
-    def write_keys(env):
-        """The keys of the objects a write request changes (none for a
-        request that is not an object write)."""
-        if env.get('REQUEST_METHOD') not in WRITES:
-            return []
-        target = base.object_path(env)
-        if target is None:
-            return []
-        keys = [base.object_key(*target)]
-        if env['REQUEST_METHOD'] == 'COPY':
-            dest = base.copy_destination(env, target[0])
-            if dest is not None:
-                keys.append(base.object_key(*dest))
-        return keys
-
-    def guard_write(self, env, start_response, app, keys):
-        """Send a write on between two generation bumps; the client hears
-        the answer only after the second."""
-        bumped = self._bump(env, keys)
-        ctx = WSGIContext(app)
-        status = None
-        try:
-            app_iter = ctx._app_call(env)
-            status = ctx._get_status_int()
-        finally:
-            # A 4xx wrote nothing; its X-Timestamp may be the client's.
-            timestamp = None
-            if status is None or not 400 <= status < 500:
-                timestamp = env.get('HTTP_X_TIMESTAMP')
-            bumped = self._bump(env, keys, timestamp) and bumped
-        if not bumped:
-            self.logger.increment('cache.bump_failed')
-        start_response(ctx._response_status, ctx._response_headers,
-                       ctx._response_exc_info)
-        return app_iter
-
-    def _bump(self, env, keys, timestamp=None):
-        """Whether the objects got new generations (True when there are
-        no generations to bump: hits are then validated by the backend)."""
-        bumped = self.generations is None or \
-            self.generations.bump(keys, timestamp)
-        if self.generations is None or not bumped or \
-                isinstance(self.bodies, LocalBodies):
-            # Best effort where generations cannot protect (and free, for
-            # this worker's own LRU).
-            for key in keys:
-                self._body_call(env, 'delete', key)
-        return bumped
-
     # -- reads ---------------------------------------------------------
 
     def decide(self, env):
@@ -326,7 +258,7 @@ class CacheMethod(base.Method):
         return base.object_path(env) is not None
 
     def wrap(self, env, start_response, app):
-        key = base.object_key(*base.object_path(env))
+        key = object_key(*base.object_path(env))
         found_under = self._uncacheable.get(key)
         if found_under is not None:
             if self.validity(key)[0] == found_under:

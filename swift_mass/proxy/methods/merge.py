@@ -30,6 +30,7 @@ from swift.common.utils import Timestamp, close_if_possible, md5
 
 from swift_mass import tags
 from swift_mass.proxy.methods import base
+from swift_mass.generations import object_key
 from swift_mass.proxy.methods.cache import cacheable_headers
 
 MERGE_HEADER = tags.MERGE_RESPONSE_HEADER
@@ -125,7 +126,7 @@ class MergeMethod(base.Method):
         return (key, env['REQUEST_METHOD'], tuple(relevant))
 
     def wrap(self, env, start_response, app):
-        key = base.object_key(*base.object_path(env))
+        key = object_key(*base.object_path(env))
         resp = self.cache.hit(env, key)
         if resp is not None:
             return resp(env, start_response)
@@ -198,7 +199,8 @@ class MergeMethod(base.Method):
     # -- writes ---------------------------------------------------------
 
     def writes_through(self, env):
-        if env.get('REQUEST_METHOD') != 'PUT' or env.get('QUERY_STRING'):
+        if env.get('REQUEST_METHOD') != 'PUT' or \
+                env.get('QUERY_STRING') or base.object_path(env) is None:
             return False
         try:
             length = int(env.get('CONTENT_LENGTH'))
@@ -206,7 +208,7 @@ class MergeMethod(base.Method):
             return False
         return 0 <= length <= self.cache.settings.max_object_size
 
-    def write(self, env, start_response, app, keys):
+    def write(self, env, start_response, app):
         recorder = Recorder(env['wsgi.input'],
                             self.cache.settings.max_object_size)
         env['wsgi.input'] = recorder
@@ -215,12 +217,13 @@ class MergeMethod(base.Method):
         def capture(status, headers, exc_info=None):
             seen['status'] = int(status.split(' ', 1)[0])
             return start_response(status, headers, exc_info)
-        app_iter = self.cache.guard_write(env, capture, app, keys)
+        app_iter = app(env, capture)
         if seen.get('status') != 201 or recorder.body is None:
             return app_iter
         timestamp = env.get('HTTP_X_TIMESTAMP')
+        key = object_key(*base.object_path(env))
         return AfterClose(app_iter, lambda: self._write_through(
-            env, keys[0], recorder.body, timestamp))
+            env, key, recorder.body, timestamp))
 
     def _write_through(self, env, key, body, timestamp):
         try:

@@ -109,6 +109,9 @@ class NullLogger(object):
     def timing(self, metric, value):
         pass
 
+    def info(self, line):
+        pass
+
 
 def serve(server):
     # a short poll: shutdown() waits for it

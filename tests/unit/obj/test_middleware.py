@@ -2,6 +2,7 @@ import json
 import os
 import re
 import tempfile
+import time
 
 from unittest import mock
 
@@ -10,11 +11,13 @@ import pytest
 
 from swift.common import registry
 from swift.common.swob import Request
+from swift.common.utils import Timestamp
 
 from swift_mass.obj import device_queue
 from swift_mass.conf import ConfigError, QueueConf
+from swift_mass.generations import Generations, object_key
 from swift_mass.obj import middleware as object_mw
-from tests.unit.helpers import Clock, RecordingApp
+from tests.unit.helpers import REDIS_URL, Clock, Logger, RecordingApp
 
 
 class CountingLogger(object):
@@ -23,6 +26,13 @@ class CountingLogger(object):
     def __init__(self):
         self.counts = {}
         self.timings = {}
+        self.lines = []
+
+    def info(self, line):
+        self.lines.append(('info', line))
+
+    def warning(self, line):
+        self.lines.append(('warning', line))
 
     def increment(self, metric):
         self.counts[metric] = self.counts.get(metric, 0) + 1
@@ -109,7 +119,8 @@ def test_no_tenant_header():
     ('deadline', '-1'), ('deadline', 'nan'), ('retry_after', '0.5'),
     ('priority_slack', 'slow'), ('urgent_share', '1.5'),
     ('urgent_idle_seconds', '-2'), ('batch_slots', '-1'),
-    ('adaptive_slots', 'ture'),
+    ('adaptive_slots', 'ture'), ('redis_url', 'http://127.0.0.1:6379'),
+    ('bump_wait_ms', '0'), ('generation_ttl', 'day'),
 ])
 def test_bad_options_stop_startup(option, value):
     with pytest.raises(ConfigError) as err:
@@ -660,4 +671,121 @@ def test_every_option_is_documented_in_the_sample():
                                   logger=CountingLogger())
     assert 'adaptive_max_batch_slots' in conf.read
     # the object server's own options
-    assert conf.read - documented == {'devices', 'mount_check'}
+    assert conf.read - documented == {'devices', 'mount_check', 'swift_dir',
+                                      'bind_ip', 'bind_port'}
+
+
+# -- generations: every write bumps, whoever sent it -------------------------
+
+class ObjectServer(object):
+    """Answers writes with a fixed status, noting what the object's
+    generation was while it wrote."""
+
+    def __init__(self, generations, status=201):
+        self.generations = generations
+        self.status = status
+        self.during = []
+
+    def __call__(self, env, start_response):
+        self.during.append(self.generations.read(OBJECT_KEY)[0])
+        start_response('%d Whatever' % self.status, [('Content-Length', '0')])
+        return [b'']
+
+
+OBJECT_PATH = '/sdb1/123/AUTH_t/c/o'
+OBJECT_KEY = object_key('AUTH_t', 'c', 'o')
+
+
+def bumping(status=201, **conf):
+    devices = tempfile.mkdtemp()
+    os.mkdir(os.path.join(devices, 'sdb1'))
+    conf.update(devices=devices, mount_check='false', redis_url=REDIS_URL)
+    gens = Generations(REDIS_URL, Logger())
+    server = ObjectServer(gens, status)
+    mw = object_mw.MassQueueMiddleware(server, conf, logger=CountingLogger())
+    mw.generations.start = lambda names=None: None  # no heartbeat thread
+    return mw, server, gens
+
+
+def write(mw, method='PUT', headers=None):
+    headers = dict({'X-Timestamp': '1700000000.00000'}, **(headers or {}))
+    return Request.blank(OBJECT_PATH, method=method,
+                         headers=headers).get_response(mw)
+
+
+@pytest.mark.parametrize('method', ['PUT', 'POST', 'DELETE'])
+@pytest.mark.parametrize('slots', ['8', '0'])
+def test_a_write_bumps_before_its_answer_leaves(method, slots):
+    mw, server, gens = bumping(slots_per_device=slots)
+    before = gens.read(OBJECT_KEY)[0]
+    answered = {}
+
+    def start_response(status, headers, exc_info=None):
+        answered['generation'] = gens.read(OBJECT_KEY)
+    env = Request.blank(OBJECT_PATH, method=method, headers={
+        'X-Timestamp': '1700000000.00000'}).environ
+    b''.join(mw(env, start_response))
+    assert server.during == [before]  # written under the old one
+    validity, written = answered['generation']
+    assert validity != before
+    assert written == Timestamp('1700000000.00000')
+
+
+@pytest.mark.parametrize('method, status, bumped, recorded', [
+    ('PUT', 412, False, False),  # refused: nothing written
+    ('POST', 404, False, False),
+    ('DELETE', 404, True, True),  # a tombstone was written
+    ('PUT', 503, True, False),  # may be written in part
+])
+def test_what_a_write_bumps_depends_on_its_answer(method, status, bumped,
+                                                  recorded):
+    mw, server, gens = bumping(status)
+    before = gens.read(OBJECT_KEY)[0]
+    assert write(mw, method).status_int == status
+    after, written = gens.read(OBJECT_KEY)
+    assert (after != before) == bumped
+    assert (written is not None) == recorded
+
+
+def test_reads_and_replication_do_not_bump():
+    mw, server, gens = bumping(200)
+    before = gens.read(OBJECT_KEY)[0]
+    write(mw, 'GET')
+    write(mw, 'HEAD')
+    write(mw, 'PUT', headers={'X-Backend-Replication': 'true'})
+    assert gens.read(OBJECT_KEY)[0] == before
+
+
+def test_the_newest_write_stays_recorded():
+    mw, server, gens = bumping()
+    write(mw, headers={'X-Timestamp': '1700000002.00000'})
+    # an older write's answer, late: it cannot lower what was recorded
+    write(mw, headers={'X-Timestamp': '1700000001.00000'})
+    assert gens.read(OBJECT_KEY)[1] == Timestamp('1700000002.00000')
+
+
+def test_without_redis_a_write_waits_at_most_bump_wait():
+    devices = tempfile.mkdtemp()
+    os.mkdir(os.path.join(devices, 'sdb1'))
+    server = RecordingApp()
+    mw = object_mw.MassQueueMiddleware(server, {
+        'devices': devices, 'mount_check': 'false',
+        'redis_url': 'redis://127.0.0.1:1/0', 'bump_wait_ms': '30'},
+        logger=CountingLogger())
+    mw.generations.start = lambda names=None: None
+    repairs = []
+    mw.generations.spawn = repairs.append
+    started = time.monotonic()
+    assert write(mw).status_int == 200
+    assert time.monotonic() - started < 0.5
+    assert mw.generations.dirty and len(repairs) == 1
+    # dirty: the next writes do not wait for Redis at all
+    assert write(mw).status_int == 200
+    assert mw.logger.counts['generations.bump_skipped'] == 1
+
+
+def test_without_redis_url_nothing_is_bumped():
+    mw = object_mw.MassQueueMiddleware(RecordingApp(), {},
+                                       logger=CountingLogger())
+    assert mw.generations is None
+    assert any('no redis_url' in line for _, line in mw.logger.lines)

@@ -8,13 +8,18 @@ from swift.common.swob import HTTPForbidden, Request, Response
 from swift.common.utils import Timestamp, md5
 
 from swift_mass.conf import MassConf  # noqa: F401 (for the tests)
-from swift_mass.proxy import middleware as proxy
 from swift_mass.control.store import RedisStore
+from swift_mass.generations import Generations, object_key
+from swift_mass.proxy import middleware as proxy
+from swift_mass.proxy.methods import base
 from tests.unit.helpers import REDIS_URL, Logger
 
 DOWN_REDIS_URL = 'redis://127.0.0.1:1/15'  # connection refused
 PATH = '/v1/AUTH_t/c/o'
 BODY = b'0123456789' * 10
+# The one device of the tiny Swift's object ring, its object server
+# registered as bumping generations.
+DEVICE = '127.0.0.1:6200/sdb1'
 
 
 def authorize_as(user):
@@ -36,6 +41,8 @@ class Swift(object):
     answered by swob as the object server answers them."""
 
     def __init__(self):
+        #: the object servers' generations (their mass_queue), if any
+        self.generations = None
         self.objects = {}
         self.read_acl = {}
         self.requests = []
@@ -69,12 +76,19 @@ class Swift(object):
                               'headers': dict(headers or {})}
         return ts
 
+    def bump(self, req):
+        """What the object servers' mass_queue does once they wrote."""
+        if self.generations is not None:
+            self.generations.bump([object_key(*base.object_path(req.environ))],
+                                  req.headers.get('X-Timestamp'))
+
     def PUT(self, req):
         req.headers['X-Timestamp'] = self.write(
             req.path, req.body, {k: v for k, v in req.headers.items()
                                  if k.startswith(('X-Object-', 'X-Delete',
                                                   'X-Static', 'Content-T'))
                                  }).internal
+        self.bump(req)
         return Response(status=201)
 
     def POST(self, req):
@@ -87,13 +101,14 @@ class Swift(object):
                           if not k.startswith('X-Object-Meta-')}
         obj['headers'].update((k, v) for k, v in req.headers.items()
                               if k.startswith('X-Object-Meta-'))
+        self.bump(req)
         return Response(status=202)
 
     def DELETE(self, req):
         req.headers['X-Timestamp'] = Timestamp.now().internal
-        if self.objects.pop(req.path, None) is None:
-            return Response(status=404)
-        return Response(status=204)
+        found = self.objects.pop(req.path, None) is not None
+        self.bump(req)
+        return Response(status=204 if found else 404)
 
     def headers_of(self, obj):
         headers = {'Content-Type': 'application/octet-stream',
@@ -128,15 +143,33 @@ class Swift(object):
         yield body[10:]
 
 
+def object_servers(swift, prefix):
+    """Give ``swift``'s object servers generations under ``prefix``, as
+    their mass_queue does, registered for the one DEVICE."""
+    swift.generations = Generations(REDIS_URL, Logger(),
+                                    prefix=prefix + 'cache:')
+    swift.generations.names = lambda: {DEVICE}
+    assert swift.generations.heartbeat()
+    return swift.generations
+
+
 def make(prefix, swift=None, conf=None, store_url=REDIS_URL, pin='cache'):
     """One proxy's Mass filter in front of ``swift`` (a new one if None);
-    its shared store (and so its generations) is Redis under
-    ``prefix``."""
+    its shared store (and so its generations, which ``swift``'s object
+    servers bump) is Redis under ``prefix``."""
     swift = swift or Swift()
+    if swift.generations is None and store_url == REDIS_URL:
+        object_servers(swift, prefix)
     logger = Logger()
     store = RedisStore(store_url, prefix=prefix)
     mass = proxy.MassMiddleware(swift, dict(conf or {}), logger=logger,
                                 store=store)
+    cache = mass.methods.cache
+    cache.devices = lambda: {DEVICE}
+    if cache.generations is not None:
+        # no heartbeat thread: the object servers' registration and a
+        # test's calls keep Redis's clock fresh enough
+        cache.generations._beating_pid = os.getpid()
     if pin:
         if store_url == REDIS_URL:
             store.set_pin('AUTH_t', {'class': 'read', 'method': pin})

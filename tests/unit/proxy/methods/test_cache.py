@@ -5,18 +5,17 @@ import re
 import uuid
 
 import pytest
-import redis
 
 from swift.common.swob import Request
 from swift.common.utils import Timestamp, md5
 
-from swift_mass.proxy.methods import base, cache
+from swift_mass.proxy.methods import cache
 from swift_mass.proxy.methods.bodies import Entry, LocalBodies
-from swift_mass.proxy.methods.generation import Generations
+from swift_mass.generations import object_key
 from swift_mass.control.store import LocalStore
-from tests.unit.proxy.methods.fakes import BODY, DOWN_REDIS_URL, PATH, \
-    MassConf, Swift, authorize_as, call, make, put
-from tests.unit.helpers import REDIS_URL, Clock, Logger
+from tests.unit.proxy.methods.fakes import BODY, DEVICE, DOWN_REDIS_URL, \
+    PATH, MassConf, Swift, authorize_as, call, make, put
+from tests.unit.helpers import Clock, Logger
 
 
 def cached(mass, swift, path=PATH, **kwargs):
@@ -113,25 +112,52 @@ def test_writes_through_another_proxy_are_seen(prefix):
     assert call(mass_a).status_int == 404
 
 
-def test_generation_is_bumped_before_the_write_and_after_it(prefix):
+def test_a_write_costs_the_proxy_no_redis_call(prefix):
+    """The object servers bump (swift_mass.generations); the proxy only
+    sends the write on."""
     swift = Swift()
     mass, _, _ = make(prefix, swift)
     gens = mass.methods.cache.generations
-    key = base.object_key('AUTH_t', 'c', 'o')
-    seen = {}
-    real_put = swift.PUT
-
-    def put_watching(req):
-        seen['during'] = gens.read(key)[0]
-        return real_put(req)
-    swift.PUT = put_watching
+    key = object_key('AUTH_t', 'c', 'o')
     before = gens.read(key)[0]
-    resp = call(mass, method='PUT', body=b'new')
+
+    def forbidden(**kwargs):
+        raise AssertionError('the proxy called Redis for a write')
+    real = gens._read, gens._bump
+    gens._read = gens._bump = forbidden
+    put(mass, b'new')
+    gens._read, gens._bump = real
     after, written = gens.read(key)
-    assert resp.status_int == 201
-    assert len({before, seen['during'], after}) == 3
-    # the second bump recorded the write's own timestamp
+    assert after != before
     assert written == Timestamp(swift.objects[PATH]['ts'])
+
+
+def test_writes_that_pass_no_mass_proxy_are_seen(prefix):
+    """The object-expirer, a proxy without mass: the object servers bump
+    whoever sent the write."""
+    swift = Swift()
+    mass, _, _ = make(prefix, swift)
+    put(mass, b'one')
+    cached(mass, swift)
+    Request.blank(PATH, method='PUT', body=b'two').get_response(swift)
+    resp = call(mass)
+    assert (resp.body, resp.headers['X-Mass-Cache']) == (b'two', 'miss')
+    assert call(mass).headers['X-Mass-Cache'] == 'hit'
+    Request.blank(PATH, method='DELETE').get_response(swift)
+    assert call(mass).status_int == 404
+
+
+def test_without_every_device_bumping_hits_are_validated(prefix):
+    swift = Swift()
+    mass, _, logger = make(prefix, swift)
+    method = mass.methods.cache
+    method.devices = lambda: {DEVICE, '127.0.0.2:6200/sdb2'}
+    put(mass, b'one')
+    first, second = cached(mass, swift)
+    assert second.headers['X-Mass-Cache'] == 'hit'
+    assert 'cache.uncovered' in logger.counters
+    assert 'cache.validated' in logger.counters  # by a HEAD
+    assert any('127.0.0.2:6200/sdb2' in line for _, line in logger.lines)
 
 
 def test_a_write_during_a_fetch_does_not_put_the_old_body_back(prefix):
@@ -186,7 +212,7 @@ def test_an_older_replica_is_not_cached(prefix):
 
 
 @pytest.mark.parametrize('source', ['SLO', 'DLO', 'SYM', 'OV', 'EA'])
-def test_subrequest_writes_bump(prefix, source):
+def test_subrequest_writes_are_seen(prefix, source):
     swift = Swift()
     mass, _, _ = make(prefix, swift)
     put(mass, b'one')
@@ -195,7 +221,7 @@ def test_subrequest_writes_bump(prefix, source):
     assert call(mass).body == b'two'
 
 
-def test_copy_bumps_its_destination(prefix):
+def test_copy_changes_its_destination(prefix):
     swift = Swift()
     mass, _, _ = make(prefix, swift)
     put(mass, b'one', path='/v1/AUTH_t/c/dst')
@@ -207,7 +233,7 @@ def test_copy_bumps_its_destination(prefix):
     assert call(mass, '/v1/AUTH_t/c/dst').body == b'copied'
 
 
-def test_writes_of_tenants_without_the_method_bump_too(prefix):
+def test_writes_of_tenants_without_the_method_are_seen(prefix):
     """The table may name the cache for a tenant at one proxy before
     another has seen the change."""
     swift = Swift()
@@ -218,54 +244,6 @@ def test_writes_of_tenants_without_the_method_bump_too(prefix):
     cached(reader, swift)
     put(writer, b'two')
     assert call(reader).body == b'two'
-
-
-def test_a_failed_bump_invalidates_everything_once_redis_answers(prefix):
-    swift = Swift()
-    mass, _, logger = make(prefix, swift, conf={'cache_backend': 'local'})
-    other, _, _ = make(prefix, swift, conf={'cache_backend': 'local'})
-    put(mass, b'one')
-    cached(other, swift)
-    gens = mass.methods.cache.generations
-    real_client = gens.bump_client
-    repairs = []
-    gens.spawn = repairs.append
-
-    class Unreachable(object):
-        calls = 0
-
-        def pipeline(self, **kwargs):
-            Unreachable.calls += 1
-            raise redis.ConnectionError('unreachable')
-
-        def set(self, *args, **kwargs):
-            Unreachable.calls += 1
-            raise redis.ConnectionError('unreachable')
-    gens.bump_client = Unreachable()
-    put(mass, b'two')  # no bump reaches Redis, though each is tried twice
-    assert Unreachable.calls == 4
-    assert 'cache.bump_failed' in logger.counters and gens.dirty
-    assert repairs == [gens.repair]  # one repair, however many failures
-    # the other proxy reaches Redis: until the epoch changes, its entry
-    # looks valid (the one case left, see generation.py)
-    gens.bump_client = real_client
-    repairs[0]()  # Redis answers the writer again
-    assert not gens.dirty and 'cache.epoch' in logger.counters
-    resp = call(other)
-    assert (resp.body, resp.headers['X-Mass-Cache']) == (b'two', 'miss')
-
-
-def test_bumps_do_not_skip_redis_when_reads_do(prefix):
-    swift = Swift()
-    mass, _, _ = make(prefix, swift)
-    gens = mass.methods.cache.generations
-    key = base.object_key('AUTH_t', 'c', 'o')
-    before = gens.read(key)[0]
-    gens.down_until = gens.clock() + 60  # a read timed out just now
-    assert gens.read(key) == (None, None)
-    put(mass, b'new')
-    gens.down_until = 0
-    assert gens.read(key)[0] != before
 
 
 # -- what merge uses: the public reads and fills ----------------------
@@ -279,7 +257,7 @@ def read_env(user='owner'):
 def test_validity_changes_with_every_write_and_is_unknown_without(prefix):
     mass, swift, _ = make(prefix)
     method = mass.methods.cache
-    key = base.object_key('AUTH_t', 'c', 'o')
+    key = object_key('AUTH_t', 'c', 'o')
     before, _ = method.validity(key)
     assert before is not None and method.validity(key)[0] == before
     put(mass)
@@ -294,7 +272,7 @@ def test_validity_changes_with_every_write_and_is_unknown_without(prefix):
 def test_fill_stores_only_what_no_write_overtook(prefix):
     mass, swift, _ = make(prefix)
     method = mass.methods.cache
-    key = base.object_key('AUTH_t', 'c', 'o')
+    key = object_key('AUTH_t', 'c', 'o')
     put(mass, b'old')
     validity, _ = method.validity(key)
     put(mass, b'new')  # lands while b'old' was on its way
@@ -316,7 +294,7 @@ def test_fill_under_ttl_only_reads_no_generation(prefix):
     def forbidden(key):
         raise AssertionError('ttl_only read a generation')
     method.generations.read = forbidden
-    key = base.object_key('AUTH_t', 'c', 'o')
+    key = object_key('AUTH_t', 'c', 'o')
     assert method.fill(read_env(), key, None, [], BODY) is True
     assert method.hit(read_env(), key).body == BODY
 
@@ -324,7 +302,7 @@ def test_fill_under_ttl_only_reads_no_generation(prefix):
 def test_hit_is_authorised_and_none_when_not_cached(prefix):
     mass, swift, logger = make(prefix)
     method = mass.methods.cache
-    key = base.object_key('AUTH_t', 'c', 'o')
+    key = object_key('AUTH_t', 'c', 'o')
     put(mass)
     assert method.hit(read_env(), key) is None
     cached(mass, swift)
@@ -347,7 +325,7 @@ def test_authorize_asks_as_swifts_object_controller(prefix):
 def test_fetch_answers_a_miss_and_fills_the_cache(prefix):
     mass, swift, logger = make(prefix)
     method = mass.methods.cache
-    key = base.object_key('AUTH_t', 'c', 'o')
+    key = object_key('AUTH_t', 'c', 'o')
     swift.write(PATH, BODY)
     req = Request.blank(PATH, environ={'swift.authorize':
                                        authorize_as('owner')})
@@ -618,7 +596,7 @@ def test_the_uncacheable_memo_is_bounded(prefix, monkeypatch):
         swift.write(path, BODY, {'X-Object-Manifest': 'c/seg_'})
         call(mass, path)
     memo = mass.methods.cache._uncacheable
-    assert list(memo) == [base.object_key('AUTH_t', 'c', name)
+    assert list(memo) == [object_key('AUTH_t', 'c', name)
                           for name in 'bc']
 
 
@@ -659,45 +637,6 @@ def test_memcache_bodies_round_trip():
     bodies.delete('k')
     assert bodies.get('k') is None
     assert not bodies.fits(1024 * 1024)
-
-
-# -- generations ------------------------------------------------------------
-
-def test_generations_survive_the_loss_of_their_keys(prefix, redis_db15):
-    gens = Generations(redis.Redis.from_url(REDIS_URL), Logger(),
-                       prefix=prefix)
-    first, _ = gens.read('k')
-    assert gens.read('k')[0] == first
-    # Redis lost everything (a restart without persistence): a counter
-    # would start again and could meet an old value; a token cannot
-    redis_db15.delete(*redis_db15.scan_iter(match=prefix + '*'))
-    assert gens.read('k')[0] != first
-
-
-def test_generations_unreachable_reads_cost_one_timeout():
-    clock = Clock()
-    logger = Logger()
-    repairs = []
-    gens = Generations(redis.Redis.from_url(DOWN_REDIS_URL), logger,
-                       retry_after=5, clock=clock, spawn=repairs.append)
-    tries = []
-    real_read = gens._read
-
-    def counted_read(**kwargs):
-        tries.append(1)
-        return real_read(**kwargs)
-    gens._read = counted_read
-    assert gens.read('k') == (None, None)
-    assert gens.read('k') == (None, None)  # not tried while marked down
-    assert len(tries) == 1
-    assert gens.bump(['k']) is False and gens.dirty
-    assert gens.bump(['k']) is False
-    assert repairs == [gens.repair]
-    assert len([1 for level, _ in logger.lines if level == 'warning']) == 1
-    clock.now += 6
-    gens.dirty = False
-    assert gens.read('k') == (None, None)
-    assert len(tries) == 2  # tried again after retry_after
 
 
 # -- configuration ---------------------------------------------------------

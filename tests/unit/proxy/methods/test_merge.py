@@ -215,13 +215,15 @@ def test_no_write_through_for_big_failed_or_overtaken_puts(prefix):
 def test_writes_through_checks_only_puts():
     merge = MergeMethod(cache=type('C', (), {'settings': type(
         'S', (), {'max_object_size': 100})})(), logger=None)
-    assert merge.writes_through({'REQUEST_METHOD': 'PUT',
-                                 'CONTENT_LENGTH': '100'})
-    assert not merge.writes_through({'REQUEST_METHOD': 'PUT',
-                                     'CONTENT_LENGTH': '101'})
-    assert not merge.writes_through({'REQUEST_METHOD': 'PUT'})  # chunked
-    assert not merge.writes_through({'REQUEST_METHOD': 'POST',
-                                     'CONTENT_LENGTH': '1'})
-    assert not merge.writes_through({
-        'REQUEST_METHOD': 'PUT', 'CONTENT_LENGTH': '1',
-        'QUERY_STRING': 'multipart-manifest=put'})
+
+    def env(method='PUT', **more):
+        more.update({'REQUEST_METHOD': method, 'PATH_INFO': PATH})
+        return more
+    assert merge.writes_through(env(CONTENT_LENGTH='100'))
+    assert not merge.writes_through(env(CONTENT_LENGTH='101'))
+    assert not merge.writes_through(env())  # chunked
+    assert not merge.writes_through(env('POST', CONTENT_LENGTH='1'))
+    assert not merge.writes_through(env(
+        CONTENT_LENGTH='1', QUERY_STRING='multipart-manifest=put'))
+    assert not merge.writes_through(dict(env(CONTENT_LENGTH='1'),
+                                         PATH_INFO='/v1/AUTH_t/c'))

@@ -1,0 +1,445 @@
+"""Per-object generations in Redis: what makes a cached body safe to serve.
+
+Shared by both halves of Mass.  The object servers' ``mass_queue`` gives an
+object a new generation after each write of it has reached the disk and
+before the object server answers (:meth:`Generations.bump`), so every write
+is covered, whoever sent it: a proxy with or without ``mass``, Swift's own
+daemons (object-expirer, reaper, reconciler, container-sync) through their
+internal clients.  A proxy's cache stores a body with the generation it
+read before the body was fetched, only if the generation is still the same
+once the whole body arrived, and serves it only while it is
+(:meth:`Generations.read`); the write's X-Timestamp is recorded too, the
+highest of all writes seen, so a body older than the last write (read from
+a replica the write has not reached) is never stored.
+
+A generation is a random token, not a counter, and every validity also
+holds the *epoch*, one more token, which replaces every generation at once
+when it changes.  The ways Redis misbehaves, and what each does here:
+
+* **a key is lost** (expiry, eviction, restart without persistence): a
+  reader makes a new random token, so a lost key turns hits into misses;
+* **Redis goes back in time** (restart from an RDB snapshot or a short
+  AOF, failover to a replica that missed the latest writes): the old
+  tokens come back, but the server is another process.  Every connection
+  a client opens first compares the server's ``run_id`` with the one Redis
+  holds under the ``instance`` key, and replaces the epoch when they
+  differ, before the connection serves anything
+  (:func:`check_instance`);
+* **Redis refuses writes but answers reads** (MISCONF, ``maxmemory`` with
+  ``noeviction``, a READONLY replica, ``min-replicas-to-write``): a read is
+  a write too (it renews the generation's TTL), so readers fail with the
+  writers and validate hits against Swift meanwhile;
+* **Redis hangs** or **goes away for a while**: writers wait at most
+  ``bump_wait`` seconds, then answer the client and become *dirty*: they
+  replace the epoch as soon as Redis answers again (retrying every
+  ``repair_interval``), skipping further bumps until then.  Readers that
+  failed validate hits against Swift for ``retry_after`` seconds.  And
+  every script compares Redis's clock with the time of the last script
+  that ran (``alive``, renewed by every worker's heartbeat every
+  ``gap / 4`` seconds): after a gap over ``gap`` seconds, in which no
+  write could be recorded, the epoch is replaced first.
+
+What is left: a storage node cut off from Redis while the proxies still
+reach it, and a refusal shorter than ``gap`` that a reader sat out idle
+and ended less than ``repair_interval`` before the reader's next read.
+
+A cache that trusts generations also needs every object server to bump
+them: each ``mass_queue`` registers the ring devices it serves (key
+``bumper:<ip>:<port>/<device>``, renewed by the heartbeat), and a proxy
+trusts generations only while every device of its object rings is
+registered (:meth:`Generations.uncovered`).
+
+Redis errors never propagate; each outage is logged once.
+"""
+import hashlib
+import os
+import time
+import uuid
+
+import eventlet
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from swift.common.storage_policy import POLICIES
+from swift.common.ring.utils import is_local_device
+from swift.common.utils import Timestamp, whataremyips
+
+DEFAULT_PREFIX = 'mass:cache:'
+DEFAULT_TTL = 86400
+DEFAULT_GAP = 2.0
+DEFAULT_BUMP_WAIT = 0.04
+DEFAULT_REPAIR_INTERVAL = 0.02
+DEFAULT_RETRY_AFTER = 5.0
+
+# The gap check, shared by every script: KEYS[1] epoch, KEYS[2] alive;
+# ARGV[1] a new epoch, ARGV[2] the gap in ms.  Sets `epoch`.
+_GAP = """
+    local time = redis.call('TIME')
+    local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    local alive = tonumber(redis.call('GET', KEYS[2]) or '0')
+    local epoch = redis.call('GET', KEYS[1])
+    if (not epoch) or now - alive > tonumber(ARGV[2]) then
+        epoch = ARGV[1]
+        redis.call('SET', KEYS[1], epoch)
+    end
+    redis.call('SET', KEYS[2], now)
+"""
+
+
+def new_token():
+    return uuid.uuid4().hex
+
+
+def redis_run_id(connection):
+    """The run_id of the Redis server a redis-py connection reached (a new
+    one at every start of a server process)."""
+    connection.send_command('INFO', 'server')
+    info = connection.read_response()
+    if isinstance(info, bytes):
+        info = info.decode('utf-8', 'replace')
+    for line in info.splitlines():
+        if line.startswith('run_id:'):
+            return line.split(':', 1)[1].strip()
+    raise redis.ResponseError('INFO server shows no run_id')
+
+
+class Generations(object):
+    """Generations in one Redis, for a proxy's readers and an object
+    server's writers.
+
+    :param url: the Redis URL (the shared store's).
+    :param timeout: seconds a reader waits to connect and for a reply.
+    :param identify: ``identify(connection)`` -> the server's identity
+        (:func:`redis_run_id`; the unit tests' fake Redis has its own).
+    """
+
+    _READ = """
+        local gen = redis.call('GET', KEYS[3])
+        if not gen then
+            gen = ARGV[3]
+        end
+        -- a write before anything else: a Redis that refuses writes
+        -- refuses this read too
+        redis.call('SET', KEYS[3], gen, 'EX', ARGV[4])
+    """ + _GAP + """
+        return {epoch, gen}
+    """
+    # ARGV[3] ttl, ARGV[4] the write's timestamp or '', ARGV[5..] tokens
+    _BUMP = """
+        for i = 3, #KEYS do
+            local old = redis.call('GET', KEYS[i])
+            local written = ARGV[4]
+            if old then
+                local seen = string.match(old, '/(.*)$')
+                if seen and (written == '' or seen > written) then
+                    written = seen
+                end
+            end
+            local value = ARGV[i + 2]
+            if written ~= '' then
+                value = value .. '/' .. written
+            end
+            redis.call('SET', KEYS[i], value, 'EX', ARGV[3])
+        end
+    """ + _GAP + """
+        return epoch
+    """
+    # ARGV[3] ms a registration lives, ARGV[4..] names
+    _HEARTBEAT = _GAP + """
+        for i = 4, #ARGV do
+            redis.call('SET', KEYS[3] .. ARGV[i], '1', 'PX', ARGV[3])
+        end
+        return epoch
+    """
+    _INSTANCE = """
+        if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+            redis.call('SET', KEYS[1], ARGV[1])
+            redis.call('SET', KEYS[2], ARGV[2])
+            return 1
+        end
+        return 0
+    """
+
+    def __init__(self, url, logger, prefix=DEFAULT_PREFIX, ttl=DEFAULT_TTL,
+                 timeout=0.25, bump_wait=DEFAULT_BUMP_WAIT,
+                 gap=DEFAULT_GAP, retry_after=DEFAULT_RETRY_AFTER,
+                 repair_interval=DEFAULT_REPAIR_INTERVAL,
+                 identify=redis_run_id, clock=time.time,
+                 spawn=eventlet.spawn_n, sleep=eventlet.sleep):
+        self.logger = logger
+        self.prefix = prefix
+        self.ttl = int(ttl)
+        self.bump_wait = float(bump_wait)
+        self.gap_ms = int(float(gap) * 1000)
+        self.heartbeat_interval = float(gap) / 4
+        self.retry_after = float(retry_after)
+        self.repair_interval = float(repair_interval)
+        self.identify = identify
+        self.clock = clock
+        self.spawn = spawn
+        self.sleep = sleep
+        self.client = self._client(url, timeout)
+        # a writer waits for Redis at most bump_wait, all attempts
+        # together
+        self.bump_client = self._client(url, max(0.001, self.bump_wait))
+        self._read = self.client.register_script(self._READ)
+        self._bump = self.bump_client.register_script(self._BUMP)
+        self._heartbeat = self.bump_client.register_script(self._HEARTBEAT)
+        # A breaker of its own, not control.store's: a skipped read has no
+        # store to fall back to (the reader validates by a HEAD), and
+        # bumps have their own rule (dirty).
+        self.down_until = 0.0
+        self.error = None
+        # a bump failed: the epoch must change before the next bump
+        self.dirty = False
+        self._repairing = False
+        self._beating_pid = None
+        self.names = tuple
+        self._coverage = (0.0, None)
+
+    def _client(self, url, timeout):
+        return redis.Redis.from_url(
+            url, socket_timeout=timeout, socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0), redis_connect_func=self._connected)
+
+    # -- keys ----------------------------------------------------------
+
+    def _key(self, key):
+        return self.prefix + 'g:' + key
+
+    @property
+    def epoch_key(self):
+        return self.prefix + 'epoch'
+
+    @property
+    def alive_key(self):
+        return self.prefix + 'alive'
+
+    @property
+    def instance_key(self):
+        return self.prefix + 'instance'
+
+    @property
+    def bumper_prefix(self):
+        return self.prefix + 'bumper:'
+
+    # -- connections ---------------------------------------------------
+
+    def _connected(self, connection):
+        """Every new connection, before it serves a command: a server that
+        is not the one whose run_id Redis holds (restarted, or a replica
+        promoted) gets a new epoch."""
+        connection.on_connect()
+        identity = self.identify(connection)
+        connection.send_command(
+            'EVAL', self._INSTANCE, 2, self.instance_key, self.epoch_key,
+            identity, new_token())
+        if connection.read_response() == 1:
+            self.logger.warning(
+                'mass generations: Redis is a new server process (run_id '
+                '%s): every cached body is invalid' % identity)
+            self.logger.increment('generations.new_instance')
+
+    # -- failures ------------------------------------------------------
+
+    def _failed(self, err):
+        if self.error is None:
+            self.logger.warning(
+                'mass generations: Redis unavailable (%s: %s); cached '
+                'bodies are validated against the object servers' % (
+                    type(err).__name__, err))
+        self.error = err
+        self.down_until = self.clock() + self.retry_after
+
+    def _succeeded(self):
+        if self.error is not None:
+            self.error = None
+            self.down_until = 0.0
+            self.logger.info('mass generations: Redis answers again')
+
+    def _epoch_args(self):
+        return [new_token(), self.gap_ms]
+
+    # -- readers -------------------------------------------------------
+
+    def read(self, key):
+        """``(validity, written)`` of an object now: validity a string that
+        changes with every write, written the X-Timestamp of the newest
+        write recorded (a Timestamp) or None.  ``(None, None)`` when Redis
+        cannot tell, or the generations are not to be trusted."""
+        if self.clock() < self.down_until or self.dirty:
+            return None, None
+        try:
+            epoch, gen = self._read(
+                keys=[self.epoch_key, self.alive_key, self._key(key)],
+                args=self._epoch_args() + [new_token(), self.ttl])
+        except Exception as err:
+            self._failed(err)
+            return None, None
+        self._succeeded()
+        epoch, gen = _text(epoch), _text(gen)
+        token, _, written = gen.partition('/')
+        try:
+            written = Timestamp(written) if written else None
+        except ValueError:
+            written = None
+        return '%s:%s' % (epoch, token), written
+
+    def uncovered(self, required, period=5.0):
+        """The names of the devices ``required()`` answers (ring devices,
+        as :func:`device_name` makes them) that no object server has
+        registered as bumping their writes, looked up at most every
+        ``period`` seconds; None when Redis could not tell."""
+        checked, missing = self._coverage
+        now = self.clock()
+        if missing is not None and now < checked + period:
+            return missing
+        required = sorted(required())
+        try:
+            found = self.client.mget(
+                [self.bumper_prefix + name for name in required]) \
+                if required else []
+        except Exception as err:
+            self._failed(err)
+            return None
+        missing = frozenset(name for name, value in zip(required, found)
+                            if value is None)
+        if missing != self._coverage[1]:
+            if missing:
+                self.logger.warning(
+                    'mass generations: %d device(s) have no object server '
+                    'bumping generations (mass_queue with redis_url), so '
+                    'cached bodies are validated against the object '
+                    'servers: %s' % (len(missing),
+                                     ', '.join(sorted(missing)[:5])))
+            elif self._coverage[1]:
+                self.logger.info('mass generations: every device bumps')
+        self._coverage = (now, missing)
+        return missing
+
+    # -- writers -------------------------------------------------------
+
+    def bump(self, keys, timestamp=None):
+        """Give each object a new generation, recording the write's
+        ``timestamp`` (its X-Timestamp) if given; whether Redis took it
+        within ``bump_wait``.  A failure makes this worker dirty: it skips
+        bumps, and replaces the epoch as soon as Redis answers."""
+        if self.dirty:
+            self.logger.increment('generations.bump_skipped')
+            return False
+        written = ''
+        if timestamp:
+            try:
+                written = Timestamp(timestamp).internal
+            except ValueError:
+                pass
+        keys = list(keys)
+        deadline = self.clock() + self.bump_wait
+        error = None
+        while True:
+            try:
+                self._bump(
+                    keys=[self.epoch_key, self.alive_key] +
+                    [self._key(key) for key in keys],
+                    args=self._epoch_args() + [self.ttl, written] +
+                    [new_token() for _key in keys])
+                self._succeeded()
+                return True
+            except Exception as err:
+                error = err
+            if self.clock() + self.repair_interval >= deadline:
+                break
+            self.sleep(self.repair_interval)
+        self.dirty = True
+        self.logger.increment('generations.bump_failed')
+        self._failed(error)
+        if not self._repairing:
+            self._repairing = True
+            self.spawn(self._repair)
+        return False
+
+    def _repair(self):
+        """Replace the epoch once Redis answers again."""
+        try:
+            while self.dirty:
+                try:
+                    self.bump_client.set(self.epoch_key, new_token())
+                except Exception:
+                    self.sleep(self.repair_interval)
+                    continue
+                self.dirty = False
+                self._succeeded()
+                self.logger.increment('generations.epoch')
+                self.logger.info('mass generations: new epoch after '
+                                 'writes Redis did not record')
+        finally:
+            self._repairing = False
+
+    # -- heartbeat -----------------------------------------------------
+
+    def heartbeat(self):
+        """Renew ``alive`` (and this worker's registrations); whether Redis
+        answered."""
+        try:
+            self._heartbeat(
+                keys=[self.epoch_key, self.alive_key, self.bumper_prefix],
+                args=self._epoch_args() + [
+                    int(self.heartbeat_interval * 4 * 1000) + 5000] +
+                sorted(self.names()))
+        except Exception:
+            return False
+        return True
+
+    def start(self, names=None):
+        """Run the heartbeat in this process (once; call it after the
+        server forked its workers), registering what ``names()`` answers
+        at each beat."""
+        if names is not None:
+            self.names = names
+        if self._beating_pid == os.getpid():
+            return
+        self._beating_pid = os.getpid()
+        self.spawn(self._beat)
+
+    def _beat(self):
+        while True:
+            self.heartbeat()
+            self.sleep(self.heartbeat_interval)
+
+
+def object_key(account, container, obj):
+    """A fixed-length key for an object, the same in every proxy and
+    object server (WSGI strings of its path): object names are up to 1 KiB
+    of arbitrary bytes."""
+    name = '/'.join((account, container, obj)).encode('latin-1')
+    return hashlib.sha256(name).hexdigest()
+
+
+def device_name(dev):
+    """How a ring device is named in the registry of bumpers."""
+    return '%s:%s/%s' % (dev['ip'], dev['port'], dev['device'])
+
+
+def ring_devices(swift_dir, local_to=None):
+    """The names (:func:`device_name`) of every device in the object rings
+    of every storage policy, or with ``local_to=(bind_ip, bind_port)``
+    only of those this server serves."""
+    my_ips = None
+    if local_to is not None:
+        my_ips = whataremyips(local_to[0])
+    names = set()
+    for policy in POLICIES:
+        ring = POLICIES.get_object_ring(int(policy), swift_dir)
+        for dev in ring.devs:
+            if not dev:
+                continue
+            if my_ips is not None and not is_local_device(
+                    my_ips, local_to[1], dev['ip'], dev['port']):
+                continue
+            names.add(device_name(dev))
+    return names
+
+
+def _text(value):
+    return value.decode('ascii') if isinstance(value, bytes) else value

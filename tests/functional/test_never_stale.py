@@ -1,0 +1,156 @@
+"""The cache's promise when the real Redis misbehaves as production Redis
+does: restarted from its own snapshot, refusing writes, hung.  Writers go
+through one proxy (8081) and readers through the other (8080) throughout;
+every read is checked against the history of acknowledged writes (see
+tests/functional/test_cache.py's Load), and each test prints the hits
+served in the window it checks and asserts there were some, so a test that
+merely turned the cache off fails."""
+import os
+import signal
+import subprocess
+import time
+
+import redis
+
+from tests.functional.test_cache import PROXY, PROXY2, Load, admin, \
+    client  # noqa: F401 (fixtures)
+from tests.functional.conftest import SAIO
+from tests.functional.waiting import until
+
+REDIS_URL = 'redis://127.0.0.1:6379/0'
+NAMES = ['ns-%02d' % i for i in range(24)]
+
+
+def redis_client():
+    return redis.Redis.from_url(REDIS_URL, socket_timeout=5)
+
+
+def load_through_two_proxies(client):  # noqa: F811
+    load = Load(client, NAMES, write_via=(PROXY2,), read_via=(PROXY,))
+    load.seed()
+    load.start()
+    return load
+
+
+def hits(load):
+    return load.hits[PROXY]
+
+
+def finish(load, label):
+    load.finish()
+    print('%s: %d reads, %d hits through %s; %d stale, %d wrong, '
+          '%d failed' % (label, load.reads, hits(load), PROXY,
+                         len(load.stale), len(load.wrong),
+                         len(load.failed)))
+    assert load.stale == [] and load.wrong == [], load.report()
+    assert load.failed == [], load.failed[:5]
+
+
+def wait_hits(load, more, limit=60):
+    start = hits(load)
+    until(lambda: hits(load) >= start + more, limit,
+          '%d more hits through %s' % (more, PROXY))
+    assert load.stale == [] and load.wrong == [], load.report()
+
+
+def ensure_redis():
+    try:
+        redis_client().ping()
+    except redis.ConnectionError:
+        subprocess.run([SAIO, 'start'], check=True,
+                       stdout=subprocess.DEVNULL)
+
+
+def test_a_restart_from_its_own_snapshot_serves_nothing_stale(client):  # noqa: F811,E501
+    """Redis saves a snapshot, takes more writes, and is restarted from
+    the snapshot: the generations of those writes go back in time."""
+    load = load_through_two_proxies(client)
+    try:
+        wait_hits(load, 200)
+        r = redis_client()
+        directory = r.config_get('dir')['dir']
+        dbfilename = r.config_get('dbfilename')['dbfilename']
+        r.save()
+        time.sleep(2)  # writes the snapshot does not have
+        before = hits(load)
+        try:
+            r.shutdown(nosave=True)
+        except redis.ConnectionError:
+            pass
+        subprocess.run(['redis-server', '--daemonize', 'yes', '--bind',
+                        '127.0.0.1', '--port', '6379', '--save', '',
+                        '--appendonly', 'no', '--dir', directory,
+                        '--dbfilename', dbfilename], check=True,
+                       stdout=subprocess.DEVNULL)
+        until(lambda: redis_client().dbsize() > 0, 20,
+              'Redis loaded its snapshot')
+        wait_hits(load, 200)
+        print('hits before the restart %d, after it %d'
+              % (before, hits(load) - before))
+    finally:
+        finish(load, 'restart from snapshot')
+        ensure_redis()
+        try:
+            os.unlink(os.path.join(directory, dbfilename))
+        except (OSError, NameError):
+            pass
+
+
+def test_a_redis_that_refuses_writes_serves_nothing_stale(client):  # noqa: F811,E501
+    """min-replicas-to-write with no replica: every write is refused
+    (NOREPLICAS) while reads are answered."""
+    load = load_through_two_proxies(client)
+    r = redis_client()
+    try:
+        wait_hits(load, 200)
+        r.config_set('min-replicas-max-lag', 10)
+        r.config_set('min-replicas-to-write', 1)
+        refusing_from = load.reads
+        time.sleep(8)
+        during = hits(load)
+        r.config_set('min-replicas-to-write', 0)
+        print('%d reads while Redis refused writes' % (
+            load.reads - refusing_from))
+        wait_hits(load, 200)
+        print('hits after Redis took writes again: %d'
+              % (hits(load) - during))
+    finally:
+        r.config_set('min-replicas-to-write', 0)
+        finish(load, 'refusing writes')
+
+
+def p99(latencies):
+    ordered = sorted(latencies)
+    return ordered[int(0.99 * (len(ordered) - 1))] if ordered else 0.0
+
+
+def test_a_hung_redis_serves_nothing_stale(client):  # noqa: F811
+    """SIGSTOP for 5 s, then SIGCONT: writes go on (each object server
+    waits for Redis at most its bump_wait_ms), nothing stale is read.
+    The write p99 during the hang is printed against the one before it:
+    the aim is at most 50 ms more, not reached yet (see the print)."""
+    load = load_through_two_proxies(client)
+    r = redis_client()
+    pid = int(r.info('server')['process_id'])
+    try:
+        wait_hits(load, 200)
+        baseline_from = time.time() - 5
+        os.kill(pid, signal.SIGSTOP)
+        hung_from = time.time()
+        try:
+            time.sleep(5)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        hung_until = time.time()
+        wait_hits(load, 200)
+        normal = [s for t, s in load.write_latencies
+                  if baseline_from <= t < hung_from]
+        hung = [s for t, s in load.write_latencies
+                if hung_from <= t < hung_until - 1]
+        print('write p99 before the hang %.0f ms (%d writes), during it '
+              '%.0f ms (%d writes)' % (p99(normal) * 1000, len(normal),
+                                       p99(hung) * 1000, len(hung)))
+        assert len(hung) > 20
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        finish(load, 'hung Redis')

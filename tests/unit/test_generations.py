@@ -1,0 +1,194 @@
+"""Generations under the ways Redis misbehaves (swift_mass.generations),
+against fakeredis: its INFO gives a run_id the tests change to stand for a
+new server process (tests/unit/conftest.py).  The functional tests do the
+same to a real Redis."""
+import uuid
+
+import pytest
+import redis
+
+from swift_mass.generations import Generations
+from tests.unit.helpers import REDIS_URL, Clock, Logger
+
+DOWN_REDIS_URL = 'redis://127.0.0.1:1/0'  # connection refused
+
+
+@pytest.fixture
+def gens():
+    return Generations(REDIS_URL, Logger(), prefix='t:%s:' % uuid.uuid4().hex)
+
+
+def server_of(generations):
+    connection = generations.client.connection_pool.get_connection()
+    try:
+        return connection._server
+    finally:
+        generations.client.connection_pool.release(connection)
+
+
+def restart(generations, keys):
+    """What a restart from a snapshot does: the process (run_id) is new,
+    every connection is cut, and Redis holds the keys as they were."""
+    for key, value in keys.items():
+        generations.client.set(key, value)
+    server_of(generations).run_id = uuid.uuid4().hex
+    generations.client.connection_pool.disconnect()
+    generations.bump_client.connection_pool.disconnect()
+
+
+def snapshot(generations):
+    return {key.decode(): generations.client.get(key) for key in
+            generations.client.scan_iter(match=generations.prefix + '*')}
+
+
+def test_a_lost_key_is_a_new_token(gens):
+    first, _ = gens.read('k')
+    assert gens.read('k')[0] == first
+    gens.client.delete(*gens.client.scan_iter(match=gens.prefix + '*'))
+    assert gens.read('k')[0] != first
+
+
+def test_a_restart_from_a_snapshot_invalidates_everything(gens):
+    old, _ = gens.read('k')  # a body was cached under this
+    saved = snapshot(gens)
+    assert gens.bump(['k'])  # a write, lost with the restart
+    restart(gens, saved)
+    assert gens.client.get(gens.prefix + 'g:k') == saved[
+        gens.prefix + 'g:k']  # the old token is back...
+    assert gens.read('k')[0] != old  # ...but not the old validity
+    assert 'generations.new_instance' in gens.logger.counters
+
+
+def test_a_new_connection_to_the_same_server_changes_nothing(gens):
+    validity, _ = gens.read('k')
+    gens.client.connection_pool.disconnect()
+    assert gens.read('k')[0] == validity
+
+
+def test_a_gap_in_redis_time_invalidates_everything(gens):
+    validity, _ = gens.read('k')
+    # nothing ran for longer than the gap: a hang, a refusal, no heartbeat
+    gens.client.set(gens.alive_key, 1)
+    assert gens.read('k')[0] != validity
+
+
+def test_heartbeats_keep_the_epoch(gens):
+    validity, _ = gens.read('k')
+    assert gens.heartbeat()
+    assert gens.read('k')[0] == validity
+
+
+class Refusing(object):
+    """A Redis that answers reads but refuses writes (MISCONF, OOM with
+    noeviction, READONLY, NOREPLICAS): every script of Mass writes."""
+
+    def __init__(self, error):
+        self.error = error
+        self.calls = 0
+
+    def __call__(self, **kwargs):
+        self.calls += 1
+        raise redis.ResponseError(self.error)
+
+
+@pytest.mark.parametrize('error', [
+    'MISCONF Redis is configured to save RDB snapshots',
+    'OOM command not allowed when used memory > maxmemory',
+    "READONLY You can't write against a read only replica.",
+    'NOREPLICAS Not enough good replicas to write.'])
+def test_readers_fail_with_writers_while_redis_refuses_writes(gens, error):
+    clock = Clock()
+    gens.clock = clock
+    gens.sleep = clock.sleep
+    gens.spawn = lambda repair: None
+    validity, _ = gens.read('k')
+    real_read, real_bump = gens._read, gens._bump
+    gens._read = Refusing(error)
+    gens._bump = Refusing(error)
+    assert gens.read('k') == (None, None)  # validated by a HEAD instead
+    assert gens.bump(['k']) is False and gens.dirty
+    gens._read, gens._bump = real_read, real_bump
+    assert gens.read('k') == (None, None)  # holds off after a failure
+    clock.now += gens.retry_after + 1
+    # still dirty, repaired below: reads do not trust a dirty worker's
+    # Redis either
+    assert gens.read('k') == (None, None)
+    gens._repair()
+    assert not gens.dirty
+    assert gens.read('k')[0] not in (None, validity)
+
+
+def test_a_failed_bump_waits_at_most_bump_wait_and_is_repaired():
+    clock = Clock()
+    repairs = []
+    gens = Generations(DOWN_REDIS_URL, Logger(), bump_wait=0.05,
+                       clock=clock, sleep=clock.sleep, spawn=repairs.append)
+    started = clock.now
+    assert gens.bump(['k']) is False
+    assert clock.now - started <= 0.05
+    assert gens.dirty and repairs == [gens._repair]
+    waited = clock.now
+    assert gens.bump(['k']) is False  # dirty: skipped, no wait
+    assert clock.now == waited and repairs == [gens._repair]
+    assert 'generations.bump_skipped' in gens.logger.counters
+    warnings = [line for level, line in gens.logger.lines
+                if level == 'warning']
+    assert len(warnings) == 1
+
+
+def test_a_repair_replaces_the_epoch_once_redis_answers(gens):
+    validity, _ = gens.read('k')
+    gens.dirty = True
+    real_set = gens.bump_client.set
+    attempts = []
+
+    def set_failing_once(*args, **kwargs):
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise redis.ConnectionError('not yet')
+        return real_set(*args, **kwargs)
+    gens.bump_client.set = set_failing_once
+    gens.sleep = lambda seconds: None
+    gens._repair()
+    assert len(attempts) == 2 and not gens.dirty
+    assert gens.read('k')[0] != validity
+
+
+def test_unreachable_reads_cost_one_timeout_per_retry_after():
+    clock = Clock()
+    gens = Generations(DOWN_REDIS_URL, Logger(), retry_after=5, clock=clock)
+    tries = []
+    real_read = gens._read
+
+    def counted(**kwargs):
+        tries.append(1)
+        return real_read(**kwargs)
+    gens._read = counted
+    assert gens.read('k') == (None, None)
+    assert gens.read('k') == (None, None)
+    assert len(tries) == 1
+    clock.now += 6
+    assert gens.read('k') == (None, None)
+    assert len(tries) == 2
+
+
+def test_registrations_say_which_devices_bump(gens):
+    clock = Clock()
+    gens.clock = clock
+    writer = Generations(REDIS_URL, Logger(), prefix=gens.prefix)
+    writer.names = lambda: {'127.0.0.1:6210/sdb1'}
+    assert writer.heartbeat()
+    required = {'127.0.0.1:6210/sdb1', '127.0.0.2:6220/sdb2'}
+    assert gens.uncovered(lambda: required) == {'127.0.0.2:6220/sdb2'}
+    writer.names = lambda: required
+    writer.heartbeat()
+    # looked up again only after the period
+    assert gens.uncovered(lambda: required, period=5) == {
+        '127.0.0.2:6220/sdb2'}
+    clock.now += 6
+    assert gens.uncovered(lambda: required, period=5) == frozenset()
+
+
+def test_coverage_is_unknown_while_redis_is_down():
+    gens = Generations(DOWN_REDIS_URL, Logger())
+    assert gens.uncovered(lambda: {'127.0.0.1:6210/sdb1'}) is None
