@@ -57,16 +57,20 @@ def operation(method, swift_source):
     return None
 
 
-def counted(status):
-    """Whether a finished request counts towards its tenant's workload.
+def counted(op, status):
+    """Whether a finished request (``op`` as :func:`operation` named it)
+    counts towards its tenant's workload.
 
     401 and 403 never count: otherwise anyone could push another tenant's
     class with requests it refuses.  Other 4xx answers (400, 405, 411, 412,
     413, 416...) are decided without the tenant's data doing any work,
-    except 404 and 409, which the storage servers answered.
+    except a read's 404 and 409, which the storage servers answered.  A
+    write that changed nothing (404: no such container; 409) does not
+    count either: a tenant could otherwise make itself write-dominated
+    with writes that cost nothing, and earn the write methods' slots.
     """
     if 400 <= status < 500:
-        return status in (404, 409)
+        return status in (404, 409) and op in READ_OPS
     return True
 
 

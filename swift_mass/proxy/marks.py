@@ -174,12 +174,14 @@ class UrgentTenants(object):
     :param recheck: seconds a tenant's mark is trusted before it is looked
         up again; 0 turns marks off (no lookups at all).
     :param clock: a callable returning seconds.
+    :param logger: counts each lookup (``urgent.lookup``), if given.
     """
 
-    def __init__(self, app, recheck, clock=time.monotonic):
+    def __init__(self, app, recheck, clock=time.monotonic, logger=None):
         self.app = app
         self.recheck = recheck
         self.known = TTLCache(MAX_KNOWN, recheck, timer=clock)
+        self.logger = logger
 
     def __call__(self, env, tenant):
         """True when ``tenant``, the tenant of the request ``env``, is
@@ -194,6 +196,8 @@ class UrgentTenants(object):
             # cache its old info; its next request looks it up (and no
             # object server sees an account write's tag).
             return False
+        if self.logger is not None:
+            self.logger.increment('urgent.lookup')
         info = get_account_info(env, self.app, swift_source='MASS')
         urgent = self.known[tenant] = URGENT.on(info)
         return urgent

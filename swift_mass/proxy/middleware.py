@@ -1,4 +1,5 @@
 """The proxy filter ``mass``: :class:`MassMiddleware`."""
+import functools
 import os
 import socket
 import time
@@ -19,6 +20,7 @@ from swift_mass.control import monitor
 from swift_mass.control.agent import Agent
 from swift_mass.control.store import store_from_conf
 from swift_mass.proxy import marks, routing
+from swift_mass.proxy.authorization import Authorization
 from swift_mass.proxy.methods import Methods
 from swift_mass.proxy.sysmeta import AccountSysmeta
 from swift_mass.proxy.tenant import object_of, tenant_of
@@ -122,9 +124,12 @@ class TenantRequest(WSGIContext):
             return app_iter
 
         status = self._get_status_int()
+        authorization = Authorization.of(env)
 
         def on_close(sent):
-            if not monitor.counted(status):
+            # a request Swift did not authorise leaves nothing behind
+            if not authorization.authorized or \
+                    not monitor.counted(op, status):
                 return
             size = None
             if is_object and op in ('PUT', 'COPY'):
@@ -174,6 +179,15 @@ class MassMiddleware(object):
       client gone) in the tenant's window: operations, bytes, latency,
       object sizes.  Subrequests of other middlewares, 401/403 answers and
       other answers that no storage server worked for are not counted.
+
+    Nothing before authorisation: whatever costs a lookup or leaves state
+    (the urgent mark's account lookup, counting, the cache's generations
+    and bodies, refusing writes to a container being moved) waits until
+    Swift's ``swift.authorize`` has said yes
+    (``swift_mass.proxy.authorization``), so a request Swift refuses, such
+    as an anonymous one for a made-up account, leaves nothing behind.
+    OPTIONS requests (CORS preflights, which the auth systems let through
+    unchecked and no storage server serves) are left to Swift untagged.
 
     Each worker runs the control loop in a green thread (see
     ``swift_mass.control.agent``): every ``interval`` seconds it flushes
@@ -229,7 +243,7 @@ class MassMiddleware(object):
             bucket_seconds=self.conf.bucket_seconds, durable=self.sysmeta)
         self._loop_pid = None
         self.urgent_tenants = marks.UrgentTenants(
-            app, self.conf.urgent_recheck_seconds)
+            app, self.conf.urgent_recheck_seconds, logger=self.logger)
         # swift-mass migrate runs only where writes are refused meanwhile
         register_swift_info('mass_migrate',
                             retry_after=self.conf.migrate_retry_after)
@@ -245,30 +259,42 @@ class MassMiddleware(object):
         if tags.strip_client_tags(env):
             self.logger.increment('forged_tags')
         tenant = tenant_of(env.get('PATH_INFO', ''))
-        if tenant is None:
+        if tenant is None or env.get('REQUEST_METHOD') == 'OPTIONS':
+            # OPTIONS (a CORS preflight) is answered by the proxy from what
+            # it knows, and every auth system lets it through unchecked:
+            # no storage server works for it, Mass has nothing to do.
             return self.app(env, start_response)
 
         entry = self._tag(env, tenant)
         for mark, sent in sent_marks.items():
             mark.take(env, sent)
-        refusal = marks.MIGRATING.refusal(env, self.app,
-                                          self.conf.migrate_retry_after)
+        authorization = Authorization(env)
+        authorization.after(functools.partial(self._authorized, env, tenant))
+        refusal = authorization.settle()
         if refusal is not None:
             return refusal(env, start_response)
         return TenantRequest(self._app_for(env, entry), self.agent)(
             env, start_response, tenant, self.conf.control_loop)
 
+    def _authorized(self, env, tenant):
+        """What waits until Swift authorised the request
+        (swift_mass.proxy.authorization): its urgent mark, and refusing a
+        write to a container being moved (the refusal, or None)."""
+        if self.urgent_tenants(env, tenant):
+            env[tags.URGENT_ENV] = tags.URGENT
+        return marks.MIGRATING.refusal(env, self.app,
+                                       self.conf.migrate_retry_after)
+
     def _tag(self, env, tenant):
-        """Tag a tenant's request with its tenant, priority and urgency
-        and, once the control loop has classified the tenant, its class
-        (its method tags what it needs: methods.Methods.app_for); return
-        the tenant's policy entry or None."""
+        """Tag a tenant's request with its tenant, priority and, once the
+        control loop has classified the tenant, its class (its method tags
+        what it needs: methods.Methods.app_for; the urgent tag waits for
+        authorisation: _authorized); return the tenant's policy entry or
+        None."""
         env[tags.ENV_TENANT] = tenant
         env[tags.ENV_PRIORITY] = self.conf.default_priority
         env[tags.TENANT_ENV] = wsgi_quote(tenant, safe='')
         env[tags.PRIORITY_ENV] = self._priority_header
-        if self.urgent_tenants(env, tenant):
-            env[tags.URGENT_ENV] = tags.URGENT
         if not self.conf.control_loop:
             return None
         self._ensure_loop(env)

@@ -17,11 +17,13 @@ Correctness comes first; a stale read is a bug.
   a hit is served only after a HEAD of the object, sent to the backend with
   the client's own request environment (so Swift authorises it), answers
   with the cached body's X-Backend-Timestamp and ETag.
-* **Authorisation**: a hit passes the check Swift's object controller
-  makes before it reads an object: ``swift.authorize`` first as the proxy
-  calls it, then, if that denies, again with ``req.acl`` set to the
-  container's read ACL (container info from the same caches the proxy
-  uses); a denial is answered as Swift answers it.  Requests whose
+* **Authorisation first**: before the cache reads a generation or a body,
+  a read passes the check Swift's object controller makes before it
+  reads an object: ``swift.authorize`` first as the proxy calls it, then,
+  if that denies, again with ``req.acl`` set to the container's read ACL
+  (container info from the same caches the proxy uses).  A read that does
+  not pass, or that cannot be checked here, goes to Swift, which answers
+  it; nothing is read from Redis or stored for it.  Requests whose
   authorisation is not the plain one are never served from the cache:
   ``swift.authorize_override`` (tempurl, staticweb), a query string, an
   Origin header (CORS headers come from container info), subrequests.
@@ -222,9 +224,10 @@ class CacheMethod(base.Method):
         return self.generations.read(key)
 
     def hit(self, env, key):
-        """The answer to a read from the cached body (a swob Response),
-        or None when the backend must answer: not cached, stale, or a
-        request only Swift's proxy answers right."""
+        """The answer to an authorised read (:meth:`authorized`) from the
+        cached body (a swob Response), or None when the backend must
+        answer: not cached, stale, or a request only Swift's proxy answers
+        right."""
         entry = self._body_call(env, 'get', key)
         if entry is None:
             return None
@@ -258,6 +261,8 @@ class CacheMethod(base.Method):
         return base.object_path(env) is not None
 
     def wrap(self, env, start_response, app):
+        if not self.authorized(env):
+            return app(env, start_response)
         key = object_key(*base.object_path(env))
         found_under = self._uncacheable.get(key)
         if found_under is not None:
@@ -276,6 +281,17 @@ class CacheMethod(base.Method):
         if resp is not None:
             return resp(env, start_response)
         return self.fetch(env, start_response, app, key)
+
+    def authorized(self, env):
+        """Whether Swift's proxy would read the object for this request;
+        if not, or it cannot tell here, Swift answers the request itself
+        and the cache neither reads a generation nor stores anything for
+        it (nothing before authorisation: swift_mass.proxy.authorization;
+        the request's hooks run in this check)."""
+        if self.authorize(env) is None:
+            return True
+        self.logger.increment('cache.denied')
+        return False
 
     def authorize(self, env):
         """What Swift's proxy would answer instead of the object (a
@@ -305,12 +321,6 @@ class CacheMethod(base.Method):
                 for name in list_from_csv(ignore_range_if)):
             # the object server would answer differently: let it
             return None
-        denial = self.authorize(env)
-        if denial is False:
-            return None
-        if denial is not None:
-            self.logger.increment('cache.denied')
-            return denial
         if not self.settings.ttl_only:
             validity, _written = self.validity(key)
             if validity is not None:

@@ -4,11 +4,12 @@
   with the same method and the same relevant headers (Range, the
   conditions, every X-Backend-* header the middlewares left of Mass set)
   that arrive while one of them (the leader) is at the backend wait for the
-  leader's answer instead of sending their own.  A waiter is authorised
-  first, as a cache hit is (:mod:`swift_mass.proxy.methods.cache`), and only
-  joins while the object's generation is the one the leader read before it
-  set off: a read that arrives after a write was acknowledged never gets
-  the answer of a read that began before it.  The leader reads the whole
+  leader's answer instead of sending their own.  Every read is authorised
+  first, as a cache hit is (:mod:`swift_mass.proxy.methods.cache`), before
+  it reads a generation or joins a flight; a waiter only joins while the
+  object's generation is the one the leader read before it set off: a
+  read that arrives after a write was acknowledged never gets the answer
+  of a read that began before it.  The leader reads the whole
   answer (at most ``cache_max_object_size`` bytes) before sending it on,
   so its client going away does not cut the others off; larger answers,
   denials (401, 403) and answers that do not come within
@@ -126,6 +127,8 @@ class MergeMethod(base.Method):
         return (key, env['REQUEST_METHOD'], tuple(relevant))
 
     def wrap(self, env, start_response, app):
+        if not self.cache.authorized(env):
+            return app(env, start_response)
         key = object_key(*base.object_path(env))
         resp = self.cache.hit(env, key)
         if resp is not None:
@@ -143,12 +146,6 @@ class MergeMethod(base.Method):
         return self._lead(env, start_response, app, key, fkey, validity)
 
     def _follow(self, env, start_response, flight):
-        denial = self.cache.authorize(env)
-        if denial is False:
-            return None
-        if denial is not None:
-            self.logger.increment('merge.denied')
-            return denial(env, start_response)
         flight.waiters += 1
         result = None
         with Timeout(self.wait, False):

@@ -5,14 +5,30 @@ import pytest
 from swift_mass.control import monitor
 
 
+@pytest.mark.parametrize('op', ['GET', 'HEAD', 'PUT', 'POST', 'DELETE',
+                                'COPY'])
 @pytest.mark.parametrize('status, expected', [
     (200, True), (201, True), (204, True), (206, True), (304, True),
-    (404, True), (409, True), (500, True), (503, True),
+    (500, True), (503, True),
     (401, False), (403, False), (400, False), (412, False), (416, False),
     (413, False), (499, False),
 ])
-def test_counted(status, expected):
-    assert monitor.counted(status) is expected
+def test_counted(op, status, expected):
+    assert monitor.counted(op, status) is expected
+
+
+@pytest.mark.parametrize('status', [404, 409])
+def test_a_read_the_storage_servers_answered_counts(status):
+    assert monitor.counted('GET', status)
+    assert monitor.counted('HEAD', status)
+
+
+@pytest.mark.parametrize('op', ['PUT', 'POST', 'DELETE', 'COPY'])
+@pytest.mark.parametrize('status', [404, 409])
+def test_a_write_that_changed_nothing_does_not_count(op, status):
+    # a tenant could make itself write-dominated with writes to a
+    # container that does not exist, and earn the write methods' slots
+    assert not monitor.counted(op, status)
 
 
 @pytest.mark.parametrize('method, source, op', [

@@ -257,8 +257,14 @@ def test_a_body_in_memory_can_be_served_twice():
         '/v1/AUTH_t/c/o', method='DELETE').call_application(mass)
     assert b''.join(body) == b'not found'
     assert b''.join(body) == b'not found'
+    # a DELETE's 404 changed nothing: it is not counted (monitor.counted)
+    assert not pending(mass)
+    status, headers, body = Request.blank(
+        '/v1/AUTH_t/c/o', method='GET').call_application(mass)
+    assert b''.join(body) == b'not found'
+    assert b''.join(body) == b'not found'
     (_, counts), = pending(mass).items()
-    assert counts['ops.DELETE'] == 1 and counts['bytes_out'] == 9
+    assert counts['ops.GET'] == 1 and counts['bytes_out'] == 9
 
 
 def test_decisions_are_not_logged_under_a_subrequests_txn_id():

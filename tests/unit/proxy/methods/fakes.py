@@ -54,9 +54,8 @@ class Swift(object):
 
     def __call__(self, env, start_response):
         req = Request(env)
-        self.requests.append((req.method, req.path, env.get('swift.source'),
-                              dict(req.headers)))
         if req.path.count('/') < 4:
+            self._record(req)
             headers = {}
             if req.path.count('/') == 3:
                 headers['X-Container-Read'] = self.read_acl.get(req.path, '')
@@ -67,7 +66,20 @@ class Swift(object):
             denial = authorize(req)
             if denial:
                 return denial(env, start_response)
+        # what reaches the object servers, with the headers the proxy
+        # builds once it authorised the request
+        self._record(req)
         return getattr(self, req.method)(req)(env, start_response)
+
+    def _record(self, req):
+        self.requests.append((req.method, req.path,
+                              req.environ.get('swift.source'),
+                              dict(req.headers)))
+
+    def OPTIONS(self, req):
+        # the proxy answers a preflight without Origin itself
+        return Response(status=200, request=req, headers={
+            'Allow': 'DELETE, GET, HEAD, OPTIONS, POST, PUT'})
 
     def write(self, path, body, headers=None):
         """What a PUT does on the object servers."""

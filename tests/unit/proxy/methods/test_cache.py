@@ -299,7 +299,7 @@ def test_fill_under_ttl_only_reads_no_generation(prefix):
     assert method.hit(read_env(), key).body == BODY
 
 
-def test_hit_is_authorised_and_none_when_not_cached(prefix):
+def test_hit_is_none_when_not_cached_and_reads_are_authorised(prefix):
     mass, swift, logger = make(prefix)
     method = mass.methods.cache
     key = object_key('AUTH_t', 'c', 'o')
@@ -307,9 +307,34 @@ def test_hit_is_authorised_and_none_when_not_cached(prefix):
     assert method.hit(read_env(), key) is None
     cached(mass, swift)
     assert method.hit(read_env(), key).body == BODY
-    denial = method.hit(read_env('mallory'), key)
-    assert denial.status_int == 403 and BODY not in denial.body
+    assert method.authorized(read_env())
+    assert not method.authorized(read_env('mallory'))
     assert 'cache.denied' in logger.counters
+
+
+@pytest.mark.parametrize('pin', ['cache', 'merge'])
+def test_a_read_swift_refuses_touches_neither_redis_nor_the_bodies(
+        prefix, pin):
+    """Nothing before authorisation: a refused read of any name must not
+    create a generation, read a body or join a flight."""
+    swift = Swift()
+    mass, _, logger = make(prefix, swift, pin=pin)
+    put(mass)
+    for _ in range(2):
+        assert call(mass).body == BODY
+    assert 'cache.hit' in logger.counters
+    method = mass.methods.cache
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError('a refused read used the cache')
+    method.generations._read = method.bodies.get = forbidden
+    method.generations.uncovered = forbidden
+    for path in (PATH, '/v1/AUTH_t/c/no-such-object'):
+        resp = call(mass, path, user='mallory')
+        assert resp.status_int == 403 and BODY not in resp.body
+        assert 'X-Mass-Cache' not in resp.headers
+    assert not mass.methods.merge.flights
+    assert logger.counters.count('cache.denied') == 2
 
 
 def test_authorize_asks_as_swifts_object_controller(prefix):
@@ -389,6 +414,7 @@ def test_a_hit_is_denied_as_swift_would_deny_it(prefix):
     resp = call(mass, user='mallory')
     assert resp.status_int == 403 and BODY not in resp.body
     assert 'cache.denied' in logger.counters
+    # Swift itself refused it: no object server was asked
     assert len(swift.object_requests('GET')) == 1
 
 

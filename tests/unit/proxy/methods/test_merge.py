@@ -90,7 +90,7 @@ def test_a_waiter_is_authorised_before_it_gets_the_body(prefix):
     owner, mallory = together(get(mass), get(mass, user='mallory'))
     assert owner.body == BODY
     assert mallory.status_int == 403 and BODY not in mallory.body
-    assert 'merge.denied' in logger.counters
+    assert 'cache.denied' in logger.counters
 
 
 def test_a_denied_leader_does_not_answer_the_others(prefix):

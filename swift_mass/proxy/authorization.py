@@ -1,0 +1,81 @@
+"""Mass's work on a tenant's request that waits for Swift's authorisation.
+
+Mass sits right of the auth middlewares and left of the proxy app, and the
+proxy app is where Swift authorises a request: it calls
+``env['swift.authorize']`` before the controller's handler, and handlers
+that delay denial (object and container requests) call it again once they
+have loaded the container's ACLs.  Whatever Mass does that costs a lookup
+or leaves state (looking up an account's urgent mark, counting the request
+in its tenant's window, reading or creating an object's generation,
+refusing a write to a container being moved) waits until that call said
+yes, so that a request Swift refuses leaves nothing anywhere and learns
+nothing: a flood of anonymous requests for made-up names creates no keys,
+no lookups and no per-tenant entries.
+
+:class:`Authorization` stands in for ``swift.authorize`` in the request's
+environ, asks the auth system's own callback, and runs Mass's hooks the
+first time that callback authorises the request.  A hook may answer a
+response (a 503 for a container being moved); it is then the request's
+denial, as an auth system's would be.  Without an auth system (no
+``swift.authorize``) Swift serves every request, and the hooks run at once.
+"""
+
+AUTHORIZATION_ENV = 'mass.authorization'
+
+
+class Authorization(object):
+    """The authorisation of one request, with what Mass does once Swift
+    authorised it."""
+
+    def __init__(self, env):
+        self.env = env
+        authorize = env.get('swift.authorize')
+        if isinstance(authorize, Authorization):
+            # A subrequest's environ copied from a request Mass saw (slo,
+            # dlo, copy...): its hooks are that request's.
+            authorize = authorize.authorize
+        #: the auth system's callback, or None when there is none
+        self.authorize = authorize
+        self.authorized = False
+        self.refusal = None
+        self._hooks = []
+        env[AUTHORIZATION_ENV] = self
+        if authorize is not None:
+            env['swift.authorize'] = self
+
+    @staticmethod
+    def of(env):
+        """The request's Authorization, or None if Mass made none."""
+        return env.get(AUTHORIZATION_ENV)
+
+    def after(self, hook):
+        """Run ``hook()`` once the request is authorised (at once if it
+        is); it answers None or a response that refuses the request."""
+        if self.authorized:
+            if self.refusal is None:
+                self.refusal = hook()
+        else:
+            self._hooks.append(hook)
+
+    def settle(self):
+        """With no auth system the request is authorised as it stands: run
+        the hooks; the refusal a hook answered, or None."""
+        if self.authorize is None and not self.authorized:
+            self._run()
+        return self.refusal
+
+    def __call__(self, req):
+        denial = self.authorize(req)
+        if denial:
+            return denial
+        if not self.authorized:
+            self._run()
+        return self.refusal
+
+    def _run(self):
+        self.authorized = True
+        hooks, self._hooks = self._hooks, []
+        for hook in hooks:
+            self.refusal = hook()
+            if self.refusal is not None:
+                break
