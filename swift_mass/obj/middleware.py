@@ -185,6 +185,10 @@ class MassQueueMiddleware(object):
             self.generations = Generations(
                 self.conf.redis_url, self.logger, ttl=self.conf.generation_ttl,
                 bump_wait=self.conf.bump_wait)
+            # Registered from the start, so the proxies trust generations
+            # before anyone writes (the heartbeat runs once the server's
+            # hub does; __call__ starts it again in a forked worker).
+            self.generations.start(self._local_devices)
         else:
             self.logger.info('mass_queue: no redis_url, so this object '
                              'server bumps no generations and the proxies\' '
@@ -354,8 +358,7 @@ class MassQueueMiddleware(object):
         if method == 'GET' and env.get('PATH_INFO') == tags.QUEUE_ADMIN_PATH:
             return self._admin(env, start_response)
         if self.generations is not None:
-            # registered from the first request (after the fork), so the
-            # proxies trust generations before anyone writes
+            # once per process: a worker forked after __init__
             self.generations.start(self._local_devices)
         label = self._tag(env, method)
         if method in UNQUEUED_METHODS:

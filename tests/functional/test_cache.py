@@ -27,7 +27,9 @@ from swift.common.utils import readconf
 from swift_mass.cli.control import Quiet
 from swift_mass.conf import MassConf
 from swift_mass.control.store import store_from_conf
+from swift_mass.generations import ring_devices
 from tests.functional.conftest import PROXY, PROXY_CONF, SAIO, Tenant
+from tests.functional.waiting import until
 
 PROXY2 = 'http://127.0.0.1:8081'
 PROXY2_CONF = '/etc/swift/proxy-server/2.conf'
@@ -104,8 +106,21 @@ def wait_for_method(client, method, within=20.0):
     client.request('DELETE', PROXY2, name)
 
 
+def generations_trusted(store, within=30.0):
+    """Wait until every device of the SAIO's object rings has an object
+    server registered as bumping generations, so that the proxies trust
+    generations (the tests below are about generations, not the backend
+    validation the proxies fall back on)."""
+    registry = store.prefix + 'cache:bumper:'
+    devices = sorted(ring_devices('/etc/swift'))
+    until(lambda: all(store.client.mget(
+        [registry + name for name in devices])), within,
+        'every object server registered as bumping generations')
+
+
 @pytest.fixture(scope='module')
 def client(admin, store):
+    generations_trusted(store)
     account = 'AUTH_mc%s' % uuid.uuid4().hex[:10]
     container = 'c'
     c = Client(admin, account, container)
