@@ -243,7 +243,15 @@ class Generations(object):
 
     # -- failures ------------------------------------------------------
 
-    def _failed(self, err):
+    def available(self):
+        """Whether Redis is worth asking now: not within ``retry_after``
+        of a failure (shared with the cache's bodies when they are kept in
+        the same Redis)."""
+        return self.clock() >= self.down_until
+
+    def failed(self, err):
+        """Redis failed (``err``): log it once, and skip it for
+        ``retry_after`` seconds."""
         if self.error is None:
             self.logger.warning(
                 'mass generations: Redis unavailable (%s: %s); cached '
@@ -275,7 +283,7 @@ class Generations(object):
                 keys=[self.epoch_key, self.alive_key, self._key(key)],
                 args=self._epoch_args() + [new_token(), self.ttl])
         except Exception as err:
-            self._failed(err)
+            self.failed(err)
             return None, None
         self._succeeded()
         epoch, gen = _text(epoch), _text(gen)
@@ -301,7 +309,7 @@ class Generations(object):
                 [self.bumper_prefix + name for name in required]) \
                 if required else []
         except Exception as err:
-            self._failed(err)
+            self.failed(err)
             return None
         missing = frozenset(name for name, value in zip(required, found)
                             if value is None)
@@ -353,7 +361,7 @@ class Generations(object):
             self.sleep(self.repair_interval)
         self.dirty = True
         self.logger.increment('generations.bump_failed')
-        self._failed(error)
+        self.failed(error)
         if not self._repairing:
             self._repairing = True
             self.spawn(self._repair)

@@ -38,7 +38,8 @@ Correctness comes first; a stale read is a bug.
 
 Responses to requests the cache considered carry ``X-Mass-Cache: hit`` or
 ``miss``; statsd counters ``cache.hit``, ``cache.miss``, ``cache.stored``,
-``cache.stale``, ``cache.denied``, ``cache.validated``.
+``cache.stale``, ``cache.denied``, ``cache.validated``,
+``cache.backend_errors``, ``cache.backend_skipped``.
 """
 import time
 
@@ -198,10 +199,20 @@ class CacheMethod(base.Method):
         return self.bodies
 
     def _body_call(self, env, name, *args):
-        """A body store call; a failing backend is a miss, not an error."""
+        """A body store call; a failing backend is a miss, not an error.
+        Bodies in the generations' Redis share their breaker: while that
+        Redis fails, no read waits for it (a hung Redis would otherwise
+        cost every read its timeout)."""
+        shared = self.generations is not None and \
+            isinstance(self.bodies, RedisBodies)
+        if shared and not self.generations.available():
+            self.logger.increment('cache.backend_skipped')
+            return None
         try:
             return getattr(self._bodies(env), name)(*args)
         except Exception as err:
+            if shared:
+                self.generations.failed(err)
             self.logger.increment('cache.backend_errors')
             self.logger.debug('mass cache: %s %s failed: %s' % (
                 self.bodies.name, name, err))

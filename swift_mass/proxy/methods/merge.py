@@ -1,10 +1,11 @@
 """``merge``: mixed tenants' concurrent identical reads collapse into one.
 
 * **Single flight**: in each proxy worker, GETs and HEADs of one object
-  with the same method and the same relevant headers (Range, the
-  conditions, every X-Backend-* header the middlewares left of Mass set)
-  that arrive while one of them (the leader) is at the backend wait for the
-  leader's answer instead of sending their own.  Every read is authorised
+  with the same method and the same request headers (but those that never
+  change an object's answer: the token, User-Agent, Host...; see
+  :meth:`MergeMethod.flight_key`) that arrive while one of them (the
+  leader) is at the backend wait for the leader's answer instead of
+  sending their own.  Every read is authorised
   first, as a cache hit is (:mod:`swift_mass.proxy.methods.cache`), before
   it reads a generation or joins a flight; a waiter only joins while the
   object's generation is the one the leader read before it set off: a
@@ -35,6 +36,14 @@ from swift_mass.generations import object_key
 from swift_mass.proxy.methods.cache import cacheable_headers
 
 MERGE_HEADER = tags.MERGE_RESPONSE_HEADER
+# Request headers that never change what Swift answers for an object (see
+# MergeMethod.flight_key).
+_SAME_ANSWER_HEADERS = frozenset((
+    'HTTP_X_AUTH_TOKEN', 'HTTP_X_STORAGE_TOKEN', 'HTTP_AUTHORIZATION',
+    'HTTP_USER_AGENT', 'HTTP_HOST', 'HTTP_ACCEPT', 'HTTP_ACCEPT_ENCODING',
+    'HTTP_ACCEPT_LANGUAGE', 'HTTP_CONNECTION', 'HTTP_KEEP_ALIVE', 'HTTP_TE',
+    'HTTP_REFERER', 'HTTP_X_TRANS_ID_EXTRA', 'HTTP_X_FORWARDED_FOR',
+    'HTTP_X_REAL_IP', 'HTTP_X_TRANS_ID', 'HTTP_COOKIE'))
 # Answers whose body does not depend on who asked, once authorised.
 _SHARED = (200, 206, 304, 404, 412, 416)
 
@@ -121,9 +130,16 @@ class MergeMethod(base.Method):
 
     @staticmethod
     def flight_key(env, key):
+        """Reads share a flight only if Swift would answer them alike: the
+        same method and every request header the same, but those that
+        never change an object's answer (who asks, over what connection:
+        authorisation is checked for each read on its own).  A header
+        Swift may honour (Range, If-*, X-Open-Expired, any X-Backend-*
+        set left of Mass, and any this list does not know) keeps reads
+        apart."""
         relevant = sorted((name, value) for name, value in env.items()
-                          if name.startswith(('HTTP_X_BACKEND_', 'HTTP_IF_'))
-                          or name == 'HTTP_RANGE')
+                          if name.startswith('HTTP_') and
+                          name not in _SAME_ANSWER_HEADERS)
         return (key, env['REQUEST_METHOD'], tuple(relevant))
 
     def wrap(self, env, start_response, app):

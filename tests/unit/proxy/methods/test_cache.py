@@ -709,3 +709,30 @@ def test_concurrent_reads_of_a_rewritten_uncacheable_object(prefix):
     method._uncacheable[key] = 'a generation from before a write'
     readers = [eventlet.spawn(call, mass) for _ in range(2)]
     assert [r.wait().status_int for r in readers] == [200, 200]
+
+
+def test_bodies_in_a_failing_redis_are_not_asked_until_it_may_answer(
+        prefix):
+    """A hung Redis cost every read its timeout: bodies kept in the
+    generations' Redis share their breaker."""
+    swift = Swift()
+    mass, _, logger = make(prefix, swift)
+    method = mass.methods.cache
+    clock = Clock()
+    method.generations.clock = clock
+    put(mass)
+    cached(mass, swift)
+    asked = []
+
+    def hung(*args):
+        asked.append(args)
+        raise TimeoutError('Timeout reading from socket')
+    real, method.bodies.get = method.bodies.get, hung
+    for _ in range(3):
+        assert call(mass).body == BODY
+    # one read waited for it; the others, and the fills, skipped it
+    assert len(asked) == 1
+    assert logger.counters.count('cache.backend_skipped') == 5
+    clock.now += method.generations.retry_after
+    method.bodies.get = real
+    assert call(mass).headers['X-Mass-Cache'] == 'hit'
