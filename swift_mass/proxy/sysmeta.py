@@ -8,7 +8,7 @@ import json
 import time
 
 from cachetools import TTLCache
-from swift.common.swob import Request
+from swift.common.swob import Request, wsgi_quote
 from swift.common.utils import config_true_value
 
 SYSMETA_POLICY = 'X-Account-Sysmeta-Mass-Policy'
@@ -36,7 +36,10 @@ class AccountSysmeta(object):
                'HTTP_USER_AGENT': 'Swift Mass'}
         if self.cache is not None:
             env['swift.cache'] = self.cache
-        req = Request.blank('/v1/' + tenant, environ=env, headers=headers)
+        # quoted: Request.blank unquotes (a tenant named AUTH_x%62 is not
+        # AUTH_xb, nor is AUTH_a?b AUTH_a with a query string)
+        req = Request.blank(wsgi_quote('/v1/' + tenant), environ=env,
+                            headers=headers)
         try:
             return req.get_response(self.app)
         finally:

@@ -18,7 +18,7 @@ class Accounts(object):
 
     def __call__(self, env, start_response):
         req = Request(env)
-        account = req.path.split('/')[2]
+        account = req.environ['PATH_INFO'].split('/')[2]
         if req.method == 'HEAD':
             self.heads += 1
             return Response(status=204, headers=self.saved.get(account, {}))(
@@ -42,6 +42,18 @@ def test_a_saved_policy_is_loaded():
     assert json.loads(accounts.saved['AUTH_t'][sysmeta.SYSMETA_POLICY]) \
         == ENTRY
     assert durable.load('AUTH_t') == ENTRY
+
+
+def test_each_tenant_has_its_own_sysmeta_whatever_its_name():
+    # 'AUTH_x%62' (a client's /v1/AUTH_x%2562) read and wrote AUTH_xb's
+    durable, accounts, _ = make()
+    names = ['AUTH_xb', 'AUTH_x%62', 'AUTH_a?b', 'AUTH_a#b',
+             'AUTH_\xc3\xa9']  # a WSGI string: UTF-8 bytes as latin-1
+    for i, name in enumerate(names):
+        durable.save(name, dict(ENTRY, ring=str(i)))
+    assert sorted(accounts.saved) == sorted(names)
+    for i, name in enumerate(names):
+        assert durable.load(name)['ring'] == str(i)
 
 
 def test_a_tenant_without_a_policy_is_not_asked_again_for_a_while():
