@@ -193,6 +193,9 @@ class Generations(object):
         self.error = None
         # a bump failed: the epoch must change before the next bump
         self.dirty = False
+        # bumps skipped while dirty, so a repair knows whether one was
+        # skipped while its new epoch was on its way
+        self.skipped = 0
         self._repairing = False
         self._beating_pid = None
         self.names = tuple
@@ -334,6 +337,7 @@ class Generations(object):
         within ``bump_wait``.  A failure makes this worker dirty: it skips
         bumps, and replaces the epoch as soon as Redis answers."""
         if self.dirty:
+            self.skipped += 1
             self.logger.increment('generations.bump_skipped')
             return False
         written = ''
@@ -371,10 +375,17 @@ class Generations(object):
         """Replace the epoch once Redis answers again."""
         try:
             while self.dirty:
+                # A write whose bump is skipped after this point may be
+                # acknowledged after Redis took the new epoch: a reader
+                # could then cache the old body under it.  Such a skip
+                # takes another epoch.
+                skipped = self.skipped
                 try:
                     self.bump_client.set(self.epoch_key, new_token())
                 except Exception:
                     self.sleep(self.repair_interval)
+                    continue
+                if self.skipped != skipped:
                     continue
                 self.dirty = False
                 self._succeeded()
