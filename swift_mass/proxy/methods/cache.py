@@ -46,7 +46,8 @@ import time
 import cachetools
 from swift.common.http import is_success
 from swift.common.request_helpers import resolve_etag_is_at_header
-from swift.common.swob import Request, Response
+from swift.common.constraints import check_utf8
+from swift.common.swob import Request, Response, wsgi_to_str
 from swift.common.utils import Timestamp, list_from_csv
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
@@ -98,6 +99,31 @@ def cacheable_headers(headers):
         if lower not in _NOT_STORED:
             kept.append((name, value))
     return kept
+
+
+def refused_before_authorisation(app, env):
+    """Whether Swift's proxy app ``app`` answers a request itself before
+    it authorises it: the checks of its ``handle_request`` (a path that
+    is not UTF-8, a path or API version it serves no controller for, a
+    Host in ``deny_host_headers``).  A hit must not answer such a request
+    in its place."""
+    req = Request(env)
+    try:
+        if not check_utf8(wsgi_to_str(req.path_info),
+                          internal=req.allow_reserved_names):
+            return True
+    except UnicodeError:
+        return True
+    get_controller = getattr(app, 'get_controller', None)
+    if get_controller is not None:
+        try:
+            controller, _parts = get_controller(req)
+        except Exception:
+            return True
+        if not controller:
+            return True
+    deny = getattr(app, 'deny_host_headers', None)
+    return bool(deny) and req.host.split(':')[0] in deny
 
 
 def redis_of(store):
@@ -269,7 +295,8 @@ class CacheMethod(base.Method):
             if name.startswith('HTTP_X_BACKEND_') and \
                     not name.startswith(_BACKEND_SAFE):
                 return False
-        return base.object_path(env) is not None
+        return base.object_path(env) is not None and \
+            not refused_before_authorisation(self.app, env)
 
     def wrap(self, env, start_response, app):
         if not self.authorized(env):

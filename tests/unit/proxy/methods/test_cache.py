@@ -736,3 +736,32 @@ def test_bodies_in_a_failing_redis_are_not_asked_until_it_may_answer(
     clock.now += method.generations.retry_after
     method.bodies.get = real
     assert call(mass).headers['X-Mass-Cache'] == 'hit'
+
+
+def test_what_swift_refuses_before_authorising_is_never_a_hit(prefix):
+    """The proxy app's own checks come before any hit: a Host it denies
+    (deny_host_headers) gets Swift's 403, as without Mass."""
+    swift = Swift()
+    mass, _, _ = make(prefix, swift)
+    put(mass)
+    cached(mass, swift)
+    swift.deny_host_headers = ['evil.example']
+    resp = call(mass, headers={'Host': 'evil.example'})
+    assert resp.headers.get('X-Mass-Cache') is None
+    assert call(mass, headers={'Host': 'good.example'}).headers[
+        'X-Mass-Cache'] == 'hit'
+
+
+def test_the_proxy_apps_own_checks_are_asked(prefix):
+    swift = Swift()
+    mass, _, _ = make(prefix, swift)
+    put(mass)
+    cached(mass, swift)
+    asked = []
+
+    def get_controller(req):
+        asked.append(req.path)
+        raise ValueError('no such path')
+    swift.get_controller = get_controller
+    assert 'X-Mass-Cache' not in call(mass).headers
+    assert asked == [PATH]
