@@ -306,6 +306,8 @@ class Generations(object):
         now = self.clock()
         if missing is not None and now < checked + period:
             return missing
+        if not self.available():
+            return None
         required = sorted(required())
         try:
             found = self.client.mget(

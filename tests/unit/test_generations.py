@@ -208,6 +208,22 @@ def test_registrations_say_which_devices_bump(gens):
     assert gens.uncovered(lambda: required, period=5) == frozenset()
 
 
+def test_coverage_is_not_asked_of_a_redis_that_just_failed():
+    # a hung Redis cost every write-through (and read) of every merge
+    # tenant the reader's timeout
+    clock = Clock()
+    gens = Generations(DOWN_REDIS_URL, Logger(), retry_after=5, clock=clock)
+    asked = []
+    gens.client.mget = lambda keys: asked.append(keys) or 1 / 0
+    devices = lambda: {'127.0.0.1:6210/sdb1'}  # noqa: E731
+    assert gens.uncovered(devices) is None
+    assert gens.uncovered(devices) is None
+    assert len(asked) == 1
+    clock.now += 6
+    assert gens.uncovered(devices) is None
+    assert len(asked) == 2
+
+
 def test_coverage_is_unknown_while_redis_is_down():
     gens = Generations(DOWN_REDIS_URL, Logger())
     assert gens.uncovered(lambda: {'127.0.0.1:6210/sdb1'}) is None

@@ -21,13 +21,14 @@
   a HEAD of the object (Mass's own, right of auth), if that HEAD shows this
   very write (its X-Timestamp and the body's MD5) and the object's
   generation did not change meanwhile; the same rules as any other fill.
-  It is done as the PUT's answer is closed, after the client has it.
+  It is done in a green thread of its own once the PUT's answer is
+  closed: the client never waits for it.
 * Reads also use the cache, as the ``cache`` method does.
 """
 import eventlet
 from eventlet.timeout import Timeout
 
-from swift.common.swob import Request
+from swift.common.swob import Request, wsgi_quote
 from swift.common.utils import Timestamp, close_if_possible, md5
 
 from swift_mass import tags
@@ -111,10 +112,11 @@ class AfterClose(object):
 class MergeMethod(base.Method):
     name = 'merge'
 
-    def __init__(self, cache, logger, wait=10.0):
+    def __init__(self, cache, logger, wait=10.0, spawn=eventlet.spawn_n):
         self.cache = cache
         self.logger = logger
         self.wait = float(wait)
+        self.spawn = spawn
         self.flights = {}
 
     @classmethod
@@ -235,10 +237,18 @@ class MergeMethod(base.Method):
             return app_iter
         timestamp = env.get('HTTP_X_TIMESTAMP')
         key = object_key(*base.object_path(env))
-        return AfterClose(app_iter, lambda: self._write_through(
-            env, key, recorder.body, timestamp))
+        head_env = {'REQUEST_METHOD': 'HEAD', 'PATH_INFO': env['PATH_INFO'],
+                    'swift.source': 'MASS', 'HTTP_USER_AGENT': 'Swift Mass'}
+        for name in ('swift.cache', 'swift.infocache', 'swift.trans_id'):
+            if name in env:
+                head_env[name] = env[name]
+        # In a green thread of its own: the server sends an empty body's
+        # answer only once the body is closed, and the client must not
+        # wait for Redis or the HEAD.
+        return AfterClose(app_iter, lambda: self.spawn(
+            self._write_through, head_env, key, recorder.body, timestamp))
 
-    def _write_through(self, env, key, body, timestamp):
+    def _write_through(self, head_env, key, body, timestamp):
         try:
             written = Timestamp(timestamp).internal
         except (TypeError, ValueError):
@@ -246,14 +256,9 @@ class MergeMethod(base.Method):
         validity, _ = self.cache.validity(key)
         if validity is None:
             return
-        head_env = {'REQUEST_METHOD': 'HEAD', 'PATH_INFO': env['PATH_INFO'],
-                    'swift.source': 'MASS', 'HTTP_USER_AGENT': 'Swift Mass'}
-        for name in ('swift.cache', 'swift.infocache', 'swift.trans_id'):
-            if name in env:
-                head_env[name] = env[name]
         try:
-            resp = Request.blank(env['PATH_INFO'], environ=head_env
-                                 ).get_response(self.cache.app)
+            resp = Request.blank(wsgi_quote(head_env['PATH_INFO']),
+                                 environ=head_env).get_response(self.cache.app)
         except Exception as err:
             self.logger.warning('mass merge: write-through HEAD failed: %s'
                                 % err)
@@ -267,5 +272,5 @@ class MergeMethod(base.Method):
         kept = cacheable_headers(resp.headers.items())
         if kept is None:
             return
-        if self.cache.fill(env, key, validity, kept, body):
+        if self.cache.fill(head_env, key, validity, kept, body):
             self.logger.increment('merge.written_through')

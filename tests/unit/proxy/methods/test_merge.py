@@ -214,6 +214,21 @@ def test_a_small_put_is_written_through(prefix):
         == dict(direct.headers.items())
 
 
+def test_the_client_does_not_wait_for_the_write_through(prefix):
+    # an empty body's answer leaves the server only once it is closed: a
+    # write-through there made every merge tenant's PUT wait for Redis
+    # (250 ms each while Redis hung)
+    mass, swift, logger = merged(prefix, delay=0)
+    later = []
+    mass.methods.merge.spawn = lambda fn, *args: later.append((fn, args))
+    assert put(mass).status_int == 201
+    assert not swift.object_requests('HEAD') and len(later) == 1
+    fn, args = later.pop()
+    fn(*args)
+    assert 'merge.written_through' in logger.counters
+    assert call(mass).headers['X-Mass-Cache'] == 'hit'
+
+
 def test_no_write_through_for_big_failed_or_overtaken_puts(prefix):
     mass, swift, logger = merged(prefix, delay=0,
                                  conf={'cache_max_object_size': '50'})
