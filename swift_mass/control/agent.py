@@ -103,6 +103,7 @@ class Agent(object):
             return
         figures = self.tenant_figures(now)
         pins = self.store.get_pins()
+        pins_known = self.store.holds_pins()
         empty = monitor.figures([])
         totals = controller.latency_totals(figures.values())
         min_requests = self.settings.thresholds.min_requests
@@ -113,6 +114,13 @@ class Agent(object):
             recalled = previous is None and self.durable is not None
             if recalled:
                 previous = self.durable.load(tenant)
+            if not pins_known and previous and previous.get('pinned') and \
+                    tenant not in pins:
+                # The store that keeps the operator's pins does not
+                # answer: a pinned tenant keeps its entry, and its durable
+                # copy, until the pins can be read again.
+                table[tenant] = previous
+                continue
             own = figures.get(tenant, empty)
             entry, reasons = controller.decide(
                 tenant, previous, own, now, self.settings,

@@ -123,6 +123,11 @@ class Store(object):
         """The name of the store that serves calls right now."""
         return self.name
 
+    def holds_pins(self) -> bool:
+        """Whether :meth:`get_pins` answers the operator's pins: the store
+        ``swift-mass pin`` keeps them in serves calls right now."""
+        return True
+
 
 class RedisStore(Store):
     """The shared store on Redis: atomic counters, table and lease.
@@ -624,6 +629,10 @@ class ResilientStore(Store):
         if self.breaker.error is None:
             return self.primary.name
         return self.fallback.in_use()
+
+    def holds_pins(self):
+        # a fallback knows none of the pins the primary holds
+        return self.breaker.error is None and self.primary.holds_pins()
 
     def _opened(self, error):
         self.logger.warning(

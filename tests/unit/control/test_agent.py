@@ -1,6 +1,6 @@
 from swift_mass.control import agent as agent_mod
 from swift_mass.control import controller, monitor
-from swift_mass.control.store import LocalStore
+from swift_mass.control.store import LocalStore, ResilientStore
 from tests.unit.helpers import Clock
 
 SETTINGS = controller.DEFAULT_SETTINGS._replace(
@@ -139,6 +139,44 @@ def test_pins_and_unpins():
     agent.tick()
     assert agent.policy('AUTH_p')['class'] == 'read'
     assert not agent.policy('AUTH_p')['pinned']
+
+
+def test_pins_hold_while_the_store_that_keeps_them_is_out():
+    """A leader on the fallback store sees no pins: it classified pinned
+    tenants by their load and saved that over their durable copies."""
+    clock = Clock()
+    primary = LocalStore(clock=clock)
+    store = ResilientStore(primary, LocalStore(clock=clock), Logger(),
+                           retry_after=30, clock=clock)
+    durable = Durable()
+    agent, _, _ = make(store, clock, durable=durable)
+    store.set_pin('AUTH_p', {'class': 'read', 'method': 'cache'})
+    load(agent, 'AUTH_p', 0, 100)
+    agent.tick()
+    pinned = agent.policy('AUTH_p')
+    assert pinned['pinned'] and durable.entries['AUTH_p'] == pinned
+    primary_failing = primary.get_pins
+    primary.get_pins = lambda: 1 / 0
+    for _ in range(3):
+        clock.now += 5
+        load(agent, 'AUTH_p', 0, 100)
+        agent.tick()
+        assert store.in_use() == 'local'
+        assert agent.policy('AUTH_p') == pinned
+    assert durable.entries['AUTH_p'] == pinned
+    # a new worker, recalling from the durable copy, keeps it too
+    fresh, _, _ = make(store, clock, owner='proxy2:1', durable=durable)
+    store.release_lease('proxy1:1')
+    clock.now += 5
+    fresh.tick()
+    assert fresh.policy('AUTH_p') == pinned
+    # the pins can be read again: an unpin there takes effect
+    primary.get_pins = primary_failing
+    primary.delete_pin('AUTH_p')
+    clock.now += 31
+    load(agent, 'AUTH_p', 0, 100)
+    agent.tick()
+    assert agent.policy('AUTH_p')['class'] == 'write'
 
 
 def test_decisions_survive_the_loss_of_the_store():
