@@ -6,14 +6,16 @@ tests/functional/test_cache.py's Load), and each test prints the hits
 served in the window it checks and asserts there were some, so a test that
 merely turned the cache off fails."""
 import os
+import re
 import signal
 import subprocess
 import time
+import uuid
 
 import redis
 
 from tests.functional.test_cache import PROXY, PROXY2, Load, admin, \
-    client  # noqa: F401 (fixtures)
+    client, get_until_hit  # noqa: F401 (fixtures)
 from tests.functional.conftest import SAIO
 from tests.functional.waiting import until
 
@@ -155,3 +157,38 @@ def test_a_hung_redis_serves_nothing_stale(client):  # noqa: F811
     finally:
         os.kill(pid, signal.SIGCONT)
         finish(load, 'hung Redis')
+
+
+def test_objects_swifts_own_daemons_delete_are_not_served(client):  # noqa: F811,E501
+    """swift-container-deleter queues a container's objects for the
+    object-expirer, which deletes them through its internal client (a
+    pipeline without Mass): the object servers' mass_queue gives each a
+    new generation, so no proxy serves its cached body afterwards."""
+    names = ['expire-%d-%s' % (i, uuid.uuid4().hex[:6]) for i in range(5)]
+    for name in names:
+        assert client.request('PUT', PROXY2, name,
+                              data=name.encode()).status_code == 201
+        assert get_until_hit(client, PROXY, name).content == name.encode()
+    print('%d objects cached through %s before they were deleted'
+          % (len(names), PROXY))
+    subprocess.run(['swift-container-deleter', client.account,
+                    client.container, '--prefix', 'expire-'], check=True,
+                   stdout=subprocess.DEVNULL)
+    # the container updaters tell the queue's account of its containers,
+    # as they do in a cluster every few minutes
+    for n in (1, 2, 3, 4):
+        subprocess.run(['swift-container-updater',
+                        '/etc/swift/container-server/%d.conf' % n, 'once'],
+                       check=True, stdout=subprocess.DEVNULL)
+    expirer = subprocess.run(
+        ['swift-object-expirer', '/etc/swift/object-expirer.conf', '--once',
+         '-v'], check=True, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    expired = re.search(r'(\d+) objects expired', expirer.stdout)
+    assert expired and int(expired.group(1)) >= len(names), expirer.stdout
+    print(expired.group(0))
+    for name in names:
+        for proxy in (PROXY, PROXY2):
+            resp = client.request('GET', proxy, name)
+            assert resp.status_code == 404, (
+                name, proxy, resp.status_code, dict(resp.headers))
