@@ -20,6 +20,8 @@ from tests.functional.conftest import SAIO
 from tests.functional.waiting import until
 
 REDIS_URL = 'redis://127.0.0.1:6379/0'
+# the SAIO's proxy without Mass (tools/saio)
+PROXY3 = 'http://127.0.0.1:8082'
 NAMES = ['ns-%02d' % i for i in range(24)]
 
 
@@ -157,6 +159,19 @@ def test_a_hung_redis_serves_nothing_stale(client):  # noqa: F811
     finally:
         os.kill(pid, signal.SIGCONT)
         finish(load, 'hung Redis')
+
+
+def test_writes_through_a_proxy_without_mass_are_never_hidden(client):  # noqa: F811,E501
+    """The SAIO's third proxy (8082) has no Mass, as a proxy a rolling
+    install has not reached yet: its writes are bumped by the object
+    servers all the same, and the proxy with Mass reads none stale."""
+    load = Load(client, NAMES, write_via=(PROXY3,), read_via=(PROXY,))
+    load.seed()
+    load.start()
+    try:
+        wait_hits(load, 300)
+    finally:
+        finish(load, 'writes without Mass')
 
 
 def test_objects_swifts_own_daemons_delete_are_not_served(client):  # noqa: F811,E501
