@@ -517,6 +517,7 @@ def test_no_stale_or_wrong_read_under_writes_and_a_redis_outage(client):
         load.in_outage = False
         subprocess.run([SAIO, 'start'], check=True, stdout=subprocess.DEVNULL)
         pin(client.account, 'cache')
+        before_restart = dict(load.hits)
         load.wait_reads(max(10000, load.reads + 1500), 90)
     finally:
         load.finish()
@@ -540,6 +541,11 @@ def test_no_stale_or_wrong_read_under_writes_and_a_redis_outage(client):
     # memcache one validated its hits against the backend
     assert all(before_outage[proxy] > 100 for proxy in PROXIES)
     assert load.outage_hits[PROXY2] > 0
+    # and once Redis was back, empty (the riskiest moment): hits again
+    after_restart = {proxy: load.hits[proxy] - before_restart[proxy]
+                     for proxy in PROXIES}
+    print('hits after Redis came back empty: %r' % after_restart)
+    assert all(after_restart[proxy] > 0 for proxy in PROXIES)
 
 
 def test_second_proxy_config_is_the_first_on_another_port():

@@ -96,3 +96,5 @@ def test_no_stale_or_wrong_read_with_merge(client):
              len(load.wrong), len(load.failed)))
     assert load.stale == [] and load.wrong == [], load.report()
     assert load.failed == [], load.failed[:5]
+    # the window checked had merges and hits, not merely misses
+    assert load.merged > 0 and all(load.hits.values())
