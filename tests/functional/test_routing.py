@@ -18,6 +18,7 @@ import requests
 
 from swift.common import direct_client
 from swift.common.ring import Ring
+from swift.common.storage_policy import POLICIES
 from swift.common.utils import Timestamp
 
 from tests.functional.conftest import PROXY, Tenant
@@ -119,6 +120,24 @@ def backend_policy_index(account, container):
         for node in nodes}
 
 
+def object_replicas(account, container, obj, policy_name):
+    """The statuses the primary object servers of a storage policy's ring
+    answer for an object, asked with that policy's index."""
+    policy = POLICIES.get_by_name(policy_name)
+    ring = POLICIES.get_object_ring(int(policy), SWIFT_DIR)
+    part, nodes = ring.get_nodes(account, container, obj)
+    statuses = set()
+    for node in nodes:
+        try:
+            direct_client.direct_head_object(
+                node, part, account, container, obj, headers={
+                    'X-Backend-Storage-Policy-Index': str(int(policy))})
+            statuses.add(200)
+        except direct_client.DirectClientException as err:
+            statuses.add(err.http_status)
+    return statuses
+
+
 def test_new_containers_of_a_writer_land_on_the_write_substore(
         client, store, statsd):
     assert client.create('before-pin').status_code == 201
@@ -128,9 +147,14 @@ def test_new_containers_of_a_writer_land_on_the_write_substore(
         assert resp.status_code == 201
         assert client.policy('new') == WRITE_SUBSTORE
         assert 'mass.routed' in statsd.metrics()
-        # objects go to their container's ring, as always
+        # objects go to their container's ring, as always: checked on the
+        # object servers themselves, where each policy has its own ring
         assert client.request('PUT', '/new/o', data=b'w').status_code == 201
         assert client.request('GET', '/new/o').content == b'w'
+        assert object_replicas(client.account, 'new', 'o',
+                               WRITE_SUBSTORE) == {200}
+        assert object_replicas(client.account, 'new', 'o',
+                               DEFAULT_POLICY) == {404}
 
         # an explicit policy wins
         resp = client.create('explicit',
