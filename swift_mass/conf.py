@@ -156,6 +156,20 @@ CACHE_BACKENDS = ('redis', 'memcache', 'local')
 DEFAULT_MIGRATE_RETRY_AFTER = 60
 
 
+def servers_option(conf, section, option):
+    """A comma-separated list of memcached servers, ``host:port`` each (an
+    IPv6 host in brackets), as Swift's ``memcache_servers``; [] if
+    unset."""
+    raw = str(conf.get(option, '')).strip()
+    servers = [item.strip() for item in raw.split(',') if item.strip()]
+    for server in servers:
+        host, _, port = server.rpartition(':')
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise invalid_option(section, option, raw,
+                                 'host:port[,host:port...]')
+    return servers
+
+
 def redis_url_option(conf, section, option, default):
     """A Redis URL that redis-py accepts (checked whatever the store, so a
     typo shows at start-up, not on the day someone switches to Redis)."""
@@ -192,6 +206,8 @@ class CacheConf(object):
     def __init__(self, conf, section=SECTION):
         self.backend = choice_option(conf, section, 'cache_backend',
                                      'redis', CACHE_BACKENDS)
+        self.memcache_servers = servers_option(conf, section,
+                                               'cache_memcache_servers')
         self.max_object_size = int_option(
             conf, section, 'cache_max_object_size', 1024 * 1024, 1)
         self.budget = int_option(conf, section, 'cache_budget_bytes',

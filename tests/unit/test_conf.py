@@ -77,6 +77,9 @@ BAD = [
     ('cache_ttl', '0'), ('cache_generation_ttl', '299'),
     ('cache_ttl_only', 'sometimes'), ('cache_redis_timeout_ms', '0'),
     ('merge_wait_seconds', '301'),
+    ('cache_memcache_servers', '127.0.0.1'),
+    ('cache_memcache_servers', '127.0.0.1:11211,:11212'),
+    ('cache_memcache_servers', 'host:99999'),
 ]
 
 
@@ -142,9 +145,9 @@ def test_defaults():
         'kind': 'redis', 'redis_url': 'redis://127.0.0.1:6379/0',
         'redis_timeout_ms': 50, 'retry_after': 30}
     assert vars(mass.cache) == {
-        'backend': 'redis', 'max_object_size': 1048576,
-        'budget': 67108864, 'ttl': 300, 'generation_ttl': 86400,
-        'ttl_only': False, 'redis_timeout': 0.25}
+        'backend': 'redis', 'memcache_servers': [],
+        'max_object_size': 1048576, 'budget': 67108864, 'ttl': 300,
+        'generation_ttl': 86400, 'ttl_only': False, 'redis_timeout': 0.25}
     assert mass.merge.wait_seconds == 10.0
 
 
@@ -157,7 +160,8 @@ def test_options_are_read(policies):
         'store': ' Local ', 'redis_url': 'unix:///run/redis.sock?db=2',
         'redis_timeout_ms': '200', 'store_retry_after': '5',
         'cache_backend': 'memcache', 'cache_ttl_only': 'yes',
-        'cache_redis_timeout_ms': '150', 'merge_wait_seconds': '0.5'})
+        'cache_redis_timeout_ms': '150', 'merge_wait_seconds': '0.5',
+        'cache_memcache_servers': '10.0.0.1:11211, [::1]:11212'})
     assert (mass.default_priority, mass.control_loop, mass.interval,
             mass.bucket_seconds, mass.control.window) == \
         (8, False, 2.5, 10, 30)
@@ -170,6 +174,7 @@ def test_options_are_read(policies):
         'redis_timeout_ms': 200, 'retry_after': 5}
     assert (mass.cache.backend, mass.cache.ttl_only,
             mass.cache.redis_timeout) == ('memcache', True, 0.15)
+    assert mass.cache.memcache_servers == ['10.0.0.1:11211', '[::1]:11212']
     assert mass.merge.wait_seconds == 0.5
 
 

@@ -45,6 +45,7 @@ import time
 
 import cachetools
 from swift.common.http import is_success
+from swift.common.memcached import load_memcache
 from swift.common.request_helpers import resolve_etag_is_at_header
 from swift.common.constraints import check_utf8
 from swift.common.swob import Request, Response, wsgi_to_str
@@ -209,7 +210,16 @@ class CacheMethod(base.Method):
         if backend == 'redis':
             bodies = RedisBodies(generations.client, settings.budget,
                                  settings.ttl, prefix=generations.prefix)
+        elif backend == 'memcache' and settings.memcache_servers:
+            bodies = MemcacheBodies(settings.ttl, load_memcache(
+                {'memcache_servers': ','.join(settings.memcache_servers)},
+                logger))
         elif backend == 'memcache':
+            logger.warning(
+                'mass cache: bodies are kept in Swift\'s own memcache, where '
+                'they evict tokens and account and container info (more '
+                'auth and info requests); set cache_memcache_servers to '
+                'memcached servers of their own')
             bodies = MemcacheBodies(settings.ttl)
         else:
             bodies = LocalBodies(settings.budget, settings.ttl)

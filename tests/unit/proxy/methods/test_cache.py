@@ -667,6 +667,31 @@ def test_memcache_bodies_round_trip():
 
 # -- configuration ---------------------------------------------------------
 
+def test_memcache_bodies_go_to_servers_of_their_own(prefix):
+    """Bodies in Swift's memcache evict its tokens and info: with
+    cache_memcache_servers they go to memcached servers of their own."""
+    from tests.unit.helpers import FakeMemcached
+    own = FakeMemcached()
+    try:
+        swift = Swift()
+        mass, _, logger = make(prefix, swift, conf={
+            'cache_backend': 'memcache',
+            'cache_memcache_servers': own.address})
+        put(mass)
+        cached(mass, swift)
+        assert own.items  # the hit's body came from there
+        assert not [line for level, line in logger.lines
+                    if 'Swift\'s own memcache' in line]
+    finally:
+        own.stop()
+
+
+def test_memcache_bodies_in_swifts_memcache_are_warned_of(prefix):
+    _, _, logger = make(prefix, conf={'cache_backend': 'memcache'})
+    assert [line for level, line in logger.lines
+            if level == 'warning' and 'cache_memcache_servers' in line]
+
+
 def test_redis_backend_without_redis_falls_back_to_local():
     logger = Logger()
     method = cache.CacheMethod.from_conf(Swift(), MassConf({}), logger,
