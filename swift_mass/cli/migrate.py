@@ -20,6 +20,13 @@ is at every moment in C or S (or both) with its original ETag: S is a
 verified superset of C before anything in C is deleted, and S is deleted
 only once C holds a verified copy of everything in it.
 
+``swift-mass migrate abort`` stops a move under way (one that keeps
+failing: an object a quota or an expiry will not let it copy) and gives the
+container back: before it was emptied, as it was (the staging copies are
+deleted); after, with every object restored into it, as a finished move
+would.  Migrate makes S and the journal container with its mark, which
+only a reseller admin can set, and never uses one that a client made.
+
 Client writes (object PUT, POST, DELETE; container PUT, POST, DELETE) to C,
 S and the journal container are answered 503 with Retry-After by the
 ``mass`` proxy filter while the container is marked (``X-Mass-Migrating``,
@@ -490,7 +497,22 @@ class Migrator(object):
         """Move ``container`` (or finish moving it); a summary dict."""
         if is_ours(container):
             raise MigrationError('%s is a migration container' % container)
+        return self._locked(container, self._run_locked)
+
+    def abort(self, container):
+        """Stop moving ``container`` and give it back to its clients; a
+        summary dict.  Before it was emptied (phase copy) it stays where it
+        was and its staging copies are deleted; after, every object of the
+        staging container is restored into it first (in the policy it is
+        in by now, or, if it is missing, created again in the one it came
+        from), exactly as a finished move would."""
+        if is_ours(container):
+            raise MigrationError('%s is a migration container' % container)
+        return self._locked(container, self._abort_locked)
+
+    def _locked(self, container, work):
         started = self.clock()
+        self._own_or_absent(JOURNAL_CONTAINER)
         try:
             self._ensure_container(JOURNAL_CONTAINER, None)
         except MigrationError:
@@ -500,11 +522,57 @@ class Migrator(object):
                          self.lock_wait, self.sleep, self.clock)
         self.lock.acquire(self.progress)
         try:
-            summary = self._run_locked(container)
+            summary = work(container)
         finally:
             self.lock.release()
         self._forget_journal_container()
         summary['seconds'] = round(self.clock() - started, 2)
+        return summary
+
+    def _own_or_absent(self, container):
+        """Refuse a migration container a client made: only a reseller
+        admin can mark one, and migrate makes each with its mark, so one
+        without a mark is not migrate's (adopting it would copy a client's
+        objects into the container, or delete them)."""
+        head = self.head_container(container)
+        if head is not None and not head.get(MARK_HEADER.lower()):
+            raise MigrationError(
+                '%s exists and was not made by swift-mass migrate (it has '
+                'no mark): it is not used; delete or rename it first'
+                % container)
+
+    def _abort_locked(self, container):
+        summary = {'container': container, 'copied': 0, 'deleted': 0,
+                   'kept_newer': 0, 'restored': 0}
+        journal = self.journal(container)
+        if journal is None:
+            raise MigrationError('%s is not being moved' % container)
+        summary.update({'from': journal['source_policy'],
+                        'to': journal['target']})
+        staging = journal['staging']
+        self.progress('%s: aborting the move to %s (phase %s)' % (
+            container, journal['target'], journal['phase']))
+        if journal['phase'] == 'copy':
+            # nothing was taken from the container: its copies go
+            self.conn.post_container(container, {MARK_HEADER: ''})
+            if self.head_container(staging) is not None:
+                self._delete_all(staging, self.listing(staging), 'abort')
+                self._delete_container(staging)
+            self.conn.delete_object(JOURNAL_CONTAINER, 'journal/' + container)
+            summary['status'] = 'aborted: left in %s' % (
+                journal['source_policy'])
+            return summary
+        if journal['phase'] != 'cleanup':
+            if self.head_container(container) is None:
+                self._ensure_container(container, journal['source_policy'],
+                                       journal['saved'])
+            else:
+                # emptying took its versioning headers off
+                self.conn.post_container(container, journal['saved'])
+            journal = self._phase_restore(container, journal, summary)
+        self._phase_cleanup(container, journal, summary)
+        summary['status'] = 'aborted: restored in %s' % (
+            self.head_container(container) or {}).get('x-storage-policy')
         return summary
 
     def _run_locked(self, container):
@@ -590,6 +658,7 @@ class Migrator(object):
 
     def _phase_copy(self, container, journal, summary):
         staging = journal['staging']
+        self._own_or_absent(staging)
         self._mark(container, journal)
         got = self._ensure_container(staging, journal['target'])
         if got != journal['target']:
@@ -824,12 +893,12 @@ class Migrator(object):
 # --- the command ----------------------------------------------------------
 
 def command(args, table, progress):
-    """``swift-mass migrate plan|run``: the result for --json."""
+    """``swift-mass migrate plan|run|abort``: the result for --json."""
     auth_url, user, key = client.credentials(args)
     url, connect = client.tenant_connector(auth_url, user, key, args.tenant)
     conn = connect()
     info = conn.get_capabilities()
-    if args.action == 'run' and 'mass_migrate' not in info:
+    if args.action != 'plan' and 'mass_migrate' not in info:
         raise MigrationError(
             'the proxy at %s does not run a mass filter that refuses '
             'writes to containers being moved (no mass_migrate in /info); '
@@ -848,12 +917,15 @@ def command(args, table, progress):
         containers += sorted(set(migrator.journals()) - set(containers))
     result = {'tenant': args.tenant, 'target': target, 'why': why,
               'containers': []}
+    if args.action == 'abort' and not args.containers:
+        # only the moves under way
+        containers = migrator.journals()
     for container in containers:
         if args.action == 'plan':
             result['containers'].append(migrator.plan(container))
             continue
         progress('%s: starting' % container)
-        summary = migrator.run(container)
+        summary = getattr(migrator, args.action)(container)
         progress('%s: %s' % (container, summary['status']))
         result['containers'].append(summary)
     return result
@@ -898,12 +970,16 @@ def run(args):
 
 
 def add_parsers(subparsers):
-    """Register ``migrate plan`` and ``migrate run``."""
+    """Register ``migrate plan``, ``migrate run`` and ``migrate abort``."""
     p = subparsers.add_parser('migrate', help='move a tenant\'s containers '
                               'to its substore (plan: show what would move)')
     actions = p.add_subparsers(dest='action', required=True)
-    for action in ('plan', 'run'):
-        p = actions.add_parser(action)
+    helps = {'plan': 'show what would move',
+             'run': 'move (or finish moving) containers',
+             'abort': 'stop moves under way and give the containers back '
+                      '(before emptying: as they were; after: restored)'}
+    for action in ('plan', 'run', 'abort'):
+        p = actions.add_parser(action, help=helps[action])
         p.add_argument('tenant', help='the account, e.g. AUTH_test')
         p.add_argument('containers', nargs='*', metavar='container',
                        help='default: all of the tenant\'s containers')

@@ -660,6 +660,56 @@ def test_a_crash_anywhere_loses_nothing_and_a_rerun_finishes(crash_at):
     assert_moved(swift, before)
 
 
+@pytest.mark.parametrize('crash_at', range(1, count_mutations() + 1))
+def test_an_abort_after_a_crash_anywhere_gives_the_container_back(crash_at):
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    swift.crash_at = crash_at
+    with pytest.raises(Crash):
+        migrator(swift).run('c')
+    swift.crashed, swift.crash_at = False, None
+    m = migrator(swift)
+    journal = m.journal('c') if migrate.JOURNAL_CONTAINER in \
+        swift.containers else None
+    if journal is None:
+        # killed once the move had finished, or before it began
+        with pytest.raises(migrate.MigrationError, match='not being moved'):
+            m.abort('c')
+        return
+    summary = m.abort('c')
+    assert summary['status'].startswith('aborted')
+    assert snapshot(swift, 'c') == before
+    assert swift.containers['c']['mark'] is None
+    assert swift.containers['c']['headers'] == {
+        'x-container-read': '.r:*', 'x-container-meta-color': 'blue',
+        'x-versions-location': 'c-versions'}
+    assert set(swift.containers) == {'c', 'segs'}
+    if journal['phase'] == 'copy':
+        assert swift.containers['c']['policy'] == 'standard'
+    # and it can be moved again (unless it is in the target already: an
+    # abort after emptying restores it where it was created again)
+    assert migrator(swift).run('c')['status'] in ('moved',
+                                                  'already in bulk')
+    assert_moved(swift, before)
+
+
+@pytest.mark.parametrize('made', ['.mass-migrate-c', '.mass-migrate'])
+def test_a_migration_container_a_client_made_is_not_used(made):
+    swift = FakeSwift()
+    populate(swift, n=2)
+    client = FakeConn(swift, reseller=False)
+    client.put_container(made, headers={'X-Storage-Policy': 'bulk'})
+    client.put_object(made, 'journal/c' if made == '.mass-migrate'
+                      else 'planted', 'not the tenant\'s data')
+    before = snapshot(swift, 'c')
+    with pytest.raises(migrate.MigrationError, match='not made by'):
+        migrator(swift).run('c')
+    assert snapshot(swift, 'c') == before
+    assert swift.containers['c']['mark'] is None
+    assert swift.containers[made]['objects']
+
+
 def test_objects_written_into_a_container_a_client_made_again():
     """The old container is gone and a client makes it again (in the
     default policy) and writes to it before the run creates it: those
