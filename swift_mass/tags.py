@@ -11,6 +11,8 @@ Swift or eventlet (``swift-mass`` imports it on operators' machines).
 Priorities are integers from PRIORITY_MIN (background) to PRIORITY_MAX (most
 urgent); a larger number is served first.
 """
+import hashlib
+
 from swift_mass.control.classify import CLASSES  # noqa: F401 (class tags)
 
 
@@ -51,6 +53,24 @@ ENV_CLASS = 'mass.class'
 MIGRATING_MARK_HEADER = 'X-Mass-Migrating'
 # On an account: the tenant's requests get mass_queue's reserved slots.
 URGENT_MARK_HEADER = 'X-Mass-Urgent'
+
+# swift-mass migrate moves container C through its staging container,
+# whose name both it and the proxy (which reads an object there while it is
+# missing from C) derive from C's.
+STAGING_PREFIX = '.mass-migrate-'
+# Swift's default max_container_name_length.
+MAX_CONTAINER_NAME = 256
+
+
+def staging_name(container):
+    """The deterministic staging container of ``container`` (a native
+    string)."""
+    name = STAGING_PREFIX + container
+    if len(name.encode('utf-8')) <= MAX_CONTAINER_NAME:
+        return name
+    digest = hashlib.sha256(container.encode('utf-8')).hexdigest()
+    return STAGING_PREFIX + 'h-' + digest
+
 
 # The object servers' queue state, answered by mass_queue, read by
 # ``swift-mass queue``.

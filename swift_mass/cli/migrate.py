@@ -37,7 +37,6 @@ Only the pure decisions live in functions at the top of this module so they
 can be tested without a cluster; :class:`Migrator` does the I/O with
 swiftclient connections (real HTTP, through the whole proxy pipeline).
 """
-import hashlib
 import json
 import math
 import os
@@ -54,13 +53,12 @@ from swift_mass import tags
 from swift_mass.cli import client, output
 
 JOURNAL_CONTAINER = '.mass-migrate'
-STAGING_PREFIX = '.mass-migrate-'
+STAGING_PREFIX = tags.STAGING_PREFIX
+staging_name = tags.staging_name
 MARK_HEADER = tags.MIGRATING_MARK_HEADER
 PHASES = ('copy', 'empty', 'restore', 'cleanup')
 # copy passes before a phase gives up on objects it cannot copy
 PASSES = 3
-# Swift's default max_container_name_length.
-MAX_CONTAINER_NAME = 256
 # what HEAD needs to see a manifest or a symlink as itself, not its target
 RAW_QUERY = 'multipart-manifest=get&symlink=get'
 # kinds in the order they are copied: a manifest PUT checks its segments
@@ -93,15 +91,6 @@ class LockHeld(MigrationError):
 
 
 # --- pure decisions ------------------------------------------------------
-
-def staging_name(container):
-    """The deterministic staging container of ``container``."""
-    name = STAGING_PREFIX + container
-    if len(name.encode('utf-8')) <= MAX_CONTAINER_NAME:
-        return name
-    digest = hashlib.sha256(container.encode('utf-8')).hexdigest()
-    return STAGING_PREFIX + 'h-' + digest
-
 
 def is_ours(container):
     """Whether ``container`` is one of the migration's own containers."""
@@ -660,7 +649,12 @@ class Migrator(object):
         staging = journal['staging']
         self._own_or_absent(staging)
         self._mark(container, journal)
-        got = self._ensure_container(staging, journal['target'])
+        # readers of C read what C lacks from S meanwhile (the proxy's
+        # marks.StagedRead): S grants them what C does
+        read_acl = journal['saved'].get('x-container-read')
+        got = self._ensure_container(
+            staging, journal['target'],
+            {'X-Container-Read': read_acl} if read_acl else None)
         if got != journal['target']:
             raise MigrationError(
                 'staging container %s exists in policy %s, not %s: it is '

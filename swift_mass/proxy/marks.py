@@ -39,8 +39,11 @@ Two marks:
 import time
 
 from cachetools import TTLCache
-from swift.common.swob import HTTPServiceUnavailable
-from swift.common.utils import config_true_value, split_path
+from swift.common.swob import HTTPServiceUnavailable, str_to_wsgi, \
+    wsgi_to_str
+from swift.common.utils import close_if_possible, config_true_value, \
+    split_path
+from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_account_info, \
     get_container_info
 
@@ -153,6 +156,55 @@ class UrgentMark(Mark):
         """Whether account info (get_account_info's) carries the mark."""
         return config_true_value(info.get('sysmeta', {}).get(
             self.sysmeta_key))
+
+
+class StagedRead(WSGIContext):
+    """A client's read of an object of a container ``swift-mass migrate``
+    is moving: when the container answers 404, the object is read from the
+    staging container, where the move keeps a verified copy of every
+    object while the container is emptied, deleted, created again and
+    restored.  So no reader gets a 404 for an object that exists.  Only
+    while the container (or, while it is gone, its staging container) is
+    marked; a reseller admin's reads (the move's own) see the container as
+    it is."""
+
+    def __call__(self, env, start_response):
+        app_iter = self._app_call(env)
+        if self._get_status_int() != 404 or not self._moving(env):
+            start_response(self._response_status, self._response_headers,
+                           self._response_exc_info)
+            return app_iter
+        close_if_possible(app_iter)  # a short 404 page
+        version, account, container, obj = split_path(
+            env['PATH_INFO'], 4, 4, True)
+        staged = dict(env)
+        staged['PATH_INFO'] = '/'.join((
+            '', version, account, str_to_wsgi(tags.staging_name(
+                wsgi_to_str(container))), obj))
+        return self.app(staged, start_response)
+
+    def _moving(self, env):
+        info = get_container_info(env, self.app, swift_source='MASS')
+        if info.get('sysmeta', {}).get(MIGRATING.sysmeta_key):
+            return True
+        if info.get('status') != 404:
+            return False
+        version, account, container, _obj = split_path(
+            env['PATH_INFO'], 4, 4, True)
+        staging_env = dict(env)
+        staging_env['PATH_INFO'] = '/'.join((
+            '', version, account, str_to_wsgi(tags.staging_name(
+                wsgi_to_str(container)))))
+        staging = get_container_info(staging_env, self.app,
+                                     swift_source='MASS')
+        return bool(staging.get('sysmeta', {}).get(MIGRATING.sysmeta_key))
+
+    @staticmethod
+    def applies(env):
+        """Whether a request is a read that may fall back."""
+        return env['REQUEST_METHOD'] in ('GET', 'HEAD') and \
+            not env.get('reseller_request') and \
+            env['PATH_INFO'].count('/') >= 4
 
 
 MIGRATING = MigratingMark(tags.MIGRATING_MARK_HEADER, 'container')

@@ -307,14 +307,16 @@ class MassMiddleware(object):
     def _app_for(self, env, entry):
         """The one app that answers a tenant's request: its policy's
         method, the routing of a new container to its substore, or the app
-        right of Mass.  Object writes go through the cache's write guard
-        whatever the policy, the control loop off included: other proxies
-        may cache the object."""
+        right of Mass (for a read of an object, through marks.StagedRead:
+        a container being moved reads what it lacks from its staging
+        container)."""
         app = self.app
         if entry is not None and entry.get('ring') and \
                 env['REQUEST_METHOD'] == 'PUT' and \
                 routing.container_of(env['PATH_INFO']):
             app = self._route
+        elif marks.StagedRead.applies(env) and object_of(env['PATH_INFO']):
+            app = marks.StagedRead(self.app)
         return self.methods.app_for(env, entry, app)
 
     def _ensure_loop(self, env):

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from swift.common.swob import Request, Response
+from swift.common.swob import Request, Response, str_to_wsgi, \
+    wsgi_quote, wsgi_to_str
 from swift.proxy.controllers.base import get_cache_key, \
     headers_to_container_info
 
@@ -372,3 +373,81 @@ def test_migrate_retry_after_is_configurable():
     filt, _ = migrating_filter(migrate_retry_after='7')
     resp = marked('/v1/AUTH_t/c/o', 'PUT').get_response(filt)
     assert resp.headers['Retry-After'] == '7'
+
+
+# --- reads of a container being moved ------------------------------------
+
+class Moving(object):
+    """The proxy app right of Mass for a container being moved: container
+    info from ``containers`` ({name: sysmeta mark or None}; a missing name
+    is a 404), objects from ``objects`` ({path: body})."""
+
+    def __init__(self, containers, objects):
+        self.containers = containers
+        self.objects = objects
+        self.reads = []
+
+    def __call__(self, env, start_response):
+        req = Request(env)
+        parts = req.path.split('/')
+        if len(parts) == 3:  # the account
+            return Response(status=204)(env, start_response)
+        if len(parts) == 4:
+            name = wsgi_to_str(env['PATH_INFO']).split('/')[3]
+            if name not in self.containers:
+                return Response(status=404)(env, start_response)
+            mark = self.containers[name]
+            return Response(status=204, headers={
+                'X-Container-Sysmeta-Mass-Migrating': mark} if mark else {})(
+                env, start_response)
+        self.reads.append(wsgi_to_str(env['PATH_INFO']))
+        body = self.objects.get(wsgi_to_str(env['PATH_INFO']))
+        if body is None:
+            return Response(status=404, body=b'not here')(env,
+                                                          start_response)
+        return Response(body=body)(env, start_response)
+
+
+STAGED = '/v1/AUTH_t/%s/o\u00e9' % tags.staging_name('c\u00e9')
+PLAIN = '/v1/AUTH_t/c\u00e9/o\u00e9'
+
+
+def staged_read(containers, objects, method='GET', **environ):
+    app = Moving(containers, objects)
+    filt = proxy.filter_factory({}, control_loop='false',
+                                urgent_recheck_seconds='0')(app)
+    req = Request.blank(wsgi_quote(str_to_wsgi(PLAIN)), method=method,
+                        environ=environ)
+    return req.get_response(filt), app
+
+
+@pytest.mark.parametrize('containers', [
+    # emptied (the container still marked), or gone (the staging one is)
+    {'c\u00e9': 'target=bulk; since=1',
+     tags.staging_name('c\u00e9'): 'target=bulk; since=1'},
+    {tags.staging_name('c\u00e9'): 'target=bulk; since=1'}])
+@pytest.mark.parametrize('method', ['GET', 'HEAD'])
+def test_an_object_of_a_container_being_moved_never_reads_404(
+        containers, method):
+    resp, app = staged_read(containers, {STAGED: b'staged'}, method)
+    assert resp.status_int == 200
+    assert app.reads == [PLAIN, STAGED]
+    if method == 'GET':
+        assert resp.body == b'staged'
+
+
+def test_reads_fall_back_only_while_the_move_is_under_way():
+    # not marked: Swift's own 404
+    resp, app = staged_read({'c\u00e9': None}, {STAGED: b'staged'})
+    assert (resp.status_int, app.reads) == (404, [PLAIN])
+    # the move's own reads see the container as it is
+    marked_ = {'c\u00e9': 'target=bulk; since=1'}
+    resp, app = staged_read(marked_, {STAGED: b'staged'},
+                            reseller_request=True)
+    assert (resp.status_int, app.reads) == (404, [PLAIN])
+    # an object in neither: a 404
+    resp, app = staged_read(marked_, {})
+    assert (resp.status_int, app.reads) == (404, [PLAIN, STAGED])
+    # found in the container: never asked of the staging container
+    resp, app = staged_read(marked_, {PLAIN: b'here'})
+    assert (resp.body, app.reads) == (b'here', [PLAIN])
