@@ -10,6 +10,7 @@ import uuid
 import pytest
 import requests
 
+from tests.functional.waiting import until
 from tests.functional.test_cache import PROXIES, PROXY, PROXY2, Client, \
     Load, admin  # noqa: F401 (admin is a fixture)
 
@@ -53,6 +54,10 @@ def test_a_small_put_is_written_through(client):
     name = 'wt-%s' % uuid.uuid4().hex[:6]
     body = b'written through' * 100
     assert client.request('PUT', PROXY2, name, data=body).status_code == 201
+    # the write-through runs once the PUT's answer has gone: a HEAD (which
+    # never fills the cache itself) shows when it is in
+    until(lambda: client.request('HEAD', PROXY2, name).headers.get(
+        'X-Mass-Cache') == 'hit', 10, 'the PUT written through')
     resp = client.request('GET', PROXY2, name)
     assert resp.content == body
     assert resp.headers['X-Mass-Cache'] == 'hit'

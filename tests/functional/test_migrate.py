@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
@@ -160,6 +161,33 @@ def kill_when(proc, pattern, at_least):
         pattern, at_least, ''.join(lines)))
 
 
+class Reader(threading.Thread):
+    """The tenant reading its objects, one after the other, all through
+    a move; any answer but 200 is kept."""
+
+    def __init__(self, tenant, container, names):
+        super(Reader, self).__init__(daemon=True)
+        self.tenant, self.container, self.names = tenant, container, names
+        self.reads = 0
+        self.missing = []
+        self.running = True
+
+    def run(self):
+        while self.running:
+            for name in self.names:
+                if not self.running:
+                    break
+                status = self.tenant.request('HEAD', '/%s/%s' % (
+                    q(self.container), q(name))).status_code
+                self.reads += 1
+                if status != 200:
+                    self.missing.append((name, status))
+
+    def stop(self):
+        self.running = False
+        self.join()
+
+
 @pytest.fixture
 def moved(tenant):
     suffix = os.urandom(3).hex()
@@ -216,7 +244,10 @@ def test_migrate_1000_objects_interrupted_twice(tenant, moved):
     assert tenant.request('GET', '/%s/obj-0002' % container
                           ).status_code == 200
 
-    # second run: resumes, killed after the switch, while restoring
+    # second run: resumes, killed after the switch, while restoring; the
+    # tenant reads every object throughout, emptying included
+    reader = Reader(tenant, container, names)
+    reader.start()
     t0 = time.time()
     proc = start(tenant.account, container)
     lines = kill_when(proc, r': restore (\d+)/', 400)
@@ -233,6 +264,11 @@ def test_migrate_1000_objects_interrupted_twice(tenant, moved):
     out, err = proc.communicate(timeout=600)
     timings['run 3 (to the end)'] = time.time() - t0
     assert proc.returncode == 0, err
+    reader.stop()
+    print('%d reads of existing objects during the move: %d not 200'
+          % (reader.reads, len(reader.missing)))
+    assert reader.reads >= len(names) and reader.missing == [], \
+        reader.missing[:10]
     assert 'phase restore' in err
     summary, = json.loads(out)['containers']
     assert summary['status'] == 'moved'
