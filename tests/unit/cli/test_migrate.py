@@ -643,8 +643,9 @@ def originals_safe(swift, before):
         assert any(place.get(name) == identity for place in places), name
 
 
-@pytest.mark.parametrize('crash_at', range(1, count_mutations() + 1))
-def test_a_crash_anywhere_loses_nothing_and_a_rerun_finishes(crash_at):
+def crashed_run(crash_at):
+    """A populated account whose move of ``c`` was killed at its
+    ``crash_at``-th write; and ``c`` as it was before."""
     swift = FakeSwift()
     populate(swift)
     before = snapshot(swift, 'c')
@@ -652,6 +653,12 @@ def test_a_crash_anywhere_loses_nothing_and_a_rerun_finishes(crash_at):
     with pytest.raises(Crash):
         migrator(swift).run('c')
     swift.crashed, swift.crash_at = False, None
+    return swift, before
+
+
+@pytest.mark.parametrize('crash_at', range(1, count_mutations() + 1))
+def test_a_crash_anywhere_loses_nothing_and_a_rerun_finishes(crash_at):
+    swift, before = crashed_run(crash_at)
     originals_safe(swift, before)
     # the killed run's lock frees itself: the re-run waits for it
     summary = migrator(swift).run('c')
@@ -662,13 +669,7 @@ def test_a_crash_anywhere_loses_nothing_and_a_rerun_finishes(crash_at):
 
 @pytest.mark.parametrize('crash_at', range(1, count_mutations() + 1))
 def test_an_abort_after_a_crash_anywhere_gives_the_container_back(crash_at):
-    swift = FakeSwift()
-    populate(swift)
-    before = snapshot(swift, 'c')
-    swift.crash_at = crash_at
-    with pytest.raises(Crash):
-        migrator(swift).run('c')
-    swift.crashed, swift.crash_at = False, None
+    swift, before = crashed_run(crash_at)
     m = migrator(swift)
     journal = m.journal('c') if migrate.JOURNAL_CONTAINER in \
         swift.containers else None
