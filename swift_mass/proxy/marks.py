@@ -169,15 +169,19 @@ class StagedRead(WSGIContext):
     it is."""
 
     def __call__(self, env, start_response):
+        # as it came: the proxy app sets the container's storage policy
+        # index in the request it serves, and the staging container's
+        # policy is another
+        original = dict(env)
         app_iter = self._app_call(env)
-        if self._get_status_int() != 404 or not self._moving(env):
+        if self._get_status_int() != 404 or not self._moving(original):
             start_response(self._response_status, self._response_headers,
                            self._response_exc_info)
             return app_iter
         close_if_possible(app_iter)  # a short 404 page
         version, account, container, obj = split_path(
             env['PATH_INFO'], 4, 4, True)
-        staged = dict(env)
+        staged = original
         staged['PATH_INFO'] = '/'.join((
             '', version, account, str_to_wsgi(tags.staging_name(
                 wsgi_to_str(container))), obj))

@@ -380,7 +380,10 @@ def test_migrate_retry_after_is_configurable():
 class Moving(object):
     """The proxy app right of Mass for a container being moved: container
     info from ``containers`` ({name: sysmeta mark or None}; a missing name
-    is a 404), objects from ``objects`` ({path: body})."""
+    is a 404), objects from ``objects`` ({path: body}).  Like Swift's, it
+    puts the container's storage policy index in the request it serves,
+    and reads an object with the index a request carries: the staging
+    container is in another policy (its name ends the index)."""
 
     def __init__(self, containers, objects):
         self.containers = containers
@@ -400,8 +403,11 @@ class Moving(object):
             return Response(status=204, headers={
                 'X-Container-Sysmeta-Mass-Migrating': mark} if mark else {})(
                 env, start_response)
-        self.reads.append(wsgi_to_str(env['PATH_INFO']))
-        body = self.objects.get(wsgi_to_str(env['PATH_INFO']))
+        path = wsgi_to_str(env['PATH_INFO'])
+        self.reads.append(path)
+        policy = '2' if tags.STAGING_PREFIX in path else '0'
+        asked = env.setdefault('HTTP_X_BACKEND_STORAGE_POLICY_INDEX', policy)
+        body = self.objects.get(path) if asked == policy else None
         if body is None:
             return Response(status=404, body=b'not here')(env,
                                                           start_response)
