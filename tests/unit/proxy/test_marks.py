@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from swift.common.swob import Request, Response, str_to_wsgi, \
-    wsgi_quote, wsgi_to_str
+from swift.common.swob import HTTPUnauthorized, Request, Response, \
+    str_to_wsgi, wsgi_quote, wsgi_to_str
 from swift.proxy.controllers.base import get_cache_key, \
     headers_to_container_info
 
@@ -457,3 +457,20 @@ def test_reads_fall_back_only_while_the_move_is_under_way():
     # found in the container: never asked of the staging container
     resp, app = staged_read(marked_, {PLAIN: b'here'})
     assert (resp.body, app.reads) == (b'here', [PLAIN])
+
+
+@pytest.mark.parametrize('method', ['PUT', 'POST', 'DELETE'])
+def test_a_write_swift_refuses_learns_nothing_of_a_move(method):
+    """The refusal waits for authorisation: a write Swift refuses gets
+    Swift's own denial, not a 503 that tells which container is being
+    moved; an authorised one gets the 503 as the proxy asks."""
+    filt, app = migrating_filter()
+    for authorize, status in (
+            (lambda req: HTTPUnauthorized(request=req), 401),
+            (lambda req: None, 503)):
+        req = marked('/v1/AUTH_t/c/o', method)
+        req.environ['swift.authorize'] = authorize
+        req.get_response(filt)
+        # what the proxy app right of Mass asks before serving it
+        env = app.environs[-1]
+        assert env['swift.authorize'](Request(env)).status_int == status
