@@ -106,6 +106,72 @@ def test_a_restart_from_its_own_snapshot_serves_nothing_stale(client):  # noqa: 
             pass
 
 
+def answers(redis_):
+    try:
+        return redis_.ping()
+    except redis.ConnectionError:
+        return False
+
+
+def replica_in_sync(replica):
+    try:
+        info = replica.info('replication')
+    except redis.ConnectionError:
+        return False
+    return info.get('master_link_status') == 'up' and \
+        info.get('master_sync_in_progress') == 0
+
+
+def test_a_lagging_replica_promoted_serves_nothing_stale(client, tmp_path):  # noqa: F811,E501
+    """A second redis-server (6380) replicates the SAIO's Redis; it is
+    stopped (SIGSTOP), so it lags, while writes go on; the master dies,
+    the replica is promoted (REPLICAOF NO ONE), and a TCP front (socat,
+    as a failover's virtual IP would) sends 127.0.0.1:6379 to it.  The
+    generations of the writes it missed go back in time."""
+    load = load_through_two_proxies(client)
+    replica = subprocess.Popen(
+        ['redis-server', '--port', '6380', '--bind', '127.0.0.1',
+         '--save', '', '--appendonly', 'no', '--dir', str(tmp_path),
+         '--replicaof', '127.0.0.1', '6379'],
+        stdout=subprocess.DEVNULL)
+    promoted = redis.Redis(port=6380, socket_timeout=5)
+    front = None
+    try:
+        wait_hits(load, 200)
+        until(lambda: replica_in_sync(promoted), 30,
+              'the replica in sync with its master')
+        os.kill(replica.pid, signal.SIGSTOP)
+        time.sleep(2)  # writes the replica does not get
+        before = hits(load)
+        try:
+            # NOW: a master waits for lagging replicas before it stops
+            redis_client().shutdown(nosave=True, now=True)
+        except redis.ConnectionError:
+            pass
+        until(lambda: not answers(redis_client()), 10, 'the master gone')
+        os.kill(replica.pid, signal.SIGCONT)
+        promoted.replicaof('NO', 'ONE')
+        # a session of its own: its forked connections go with it
+        front = subprocess.Popen(
+            ['socat', 'TCP-LISTEN:6379,bind=127.0.0.1,reuseaddr,fork',
+             'TCP:127.0.0.1:6380'], stdout=subprocess.DEVNULL,
+            start_new_session=True)
+        until(lambda: answers(redis_client()), 20,
+              'the promoted replica answering on 6379')
+        wait_hits(load, 200)
+        print('hits before the failover %d, after it %d'
+              % (before, hits(load) - before))
+    finally:
+        finish(load, 'lagging replica promoted')
+        if front is not None:
+            os.killpg(front.pid, signal.SIGTERM)
+            front.wait()
+        os.kill(replica.pid, signal.SIGCONT)
+        replica.terminate()
+        replica.wait()
+        ensure_redis()
+
+
 def test_a_redis_that_refuses_writes_serves_nothing_stale(client):  # noqa: F811,E501
     """min-replicas-to-write with no replica: every write is refused
     (NOREPLICAS) while reads are answered."""
