@@ -169,6 +169,10 @@ class Generations(object):
                  spawn=eventlet.spawn_n, sleep=eventlet.sleep):
         self.logger = logger
         self.prefix = prefix
+        self.epoch_key = prefix + 'epoch'
+        self.alive_key = prefix + 'alive'
+        self.instance_key = prefix + 'instance'
+        self.bumper_prefix = prefix + 'bumper:'
         self.ttl = int(ttl)
         self.bump_wait = float(bump_wait)
         self.gap_ms = int(float(gap) * 1000)
@@ -210,22 +214,6 @@ class Generations(object):
 
     def _key(self, key):
         return self.prefix + 'g:' + key
-
-    @property
-    def epoch_key(self):
-        return self.prefix + 'epoch'
-
-    @property
-    def alive_key(self):
-        return self.prefix + 'alive'
-
-    @property
-    def instance_key(self):
-        return self.prefix + 'instance'
-
-    @property
-    def bumper_prefix(self):
-        return self.prefix + 'bumper:'
 
     # -- connections ---------------------------------------------------
 

@@ -28,7 +28,6 @@ class Authorization(object):
     authorised it."""
 
     def __init__(self, env):
-        self.env = env
         authorize = env.get('swift.authorize')
         if isinstance(authorize, Authorization):
             # A subrequest's environ copied from a request Mass saw (slo,

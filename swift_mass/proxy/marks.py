@@ -48,6 +48,7 @@ from swift.proxy.controllers.base import get_account_info, \
     get_container_info
 
 from swift_mass import tags
+from swift_mass.proxy.tenant import object_of
 
 WRITES = ('PUT', 'POST', 'DELETE')
 # Tenants a worker remembers; beyond it, the oldest is forgotten (one more
@@ -158,6 +159,15 @@ class UrgentMark(Mark):
             self.sysmeta_key))
 
 
+def staged_path(path):
+    """A container's or object's WSGI path with the container replaced by
+    its staging container (tags.staging_name)."""
+    version, account, container, obj = split_path(path, 3, 4, True)
+    parts = ['', version, account,
+             str_to_wsgi(tags.staging_name(wsgi_to_str(container)))]
+    return '/'.join(parts + ([obj] if obj else []))
+
+
 class StagedRead(WSGIContext):
     """A client's read of an object of a container ``swift-mass migrate``
     is moving: when the container answers 404, the object is read from the
@@ -179,13 +189,8 @@ class StagedRead(WSGIContext):
                            self._response_exc_info)
             return app_iter
         close_if_possible(app_iter)  # a short 404 page
-        version, account, container, obj = split_path(
-            env['PATH_INFO'], 4, 4, True)
-        staged = original
-        staged['PATH_INFO'] = '/'.join((
-            '', version, account, str_to_wsgi(tags.staging_name(
-                wsgi_to_str(container))), obj))
-        return self.app(staged, start_response)
+        original['PATH_INFO'] = staged_path(original['PATH_INFO'])
+        return self.app(original, start_response)
 
     def _moving(self, env):
         info = get_container_info(env, self.app, swift_source='MASS')
@@ -195,20 +200,17 @@ class StagedRead(WSGIContext):
             return False
         version, account, container, _obj = split_path(
             env['PATH_INFO'], 4, 4, True)
-        staging_env = dict(env)
-        staging_env['PATH_INFO'] = '/'.join((
-            '', version, account, str_to_wsgi(tags.staging_name(
-                wsgi_to_str(container)))))
+        staging_env = dict(env, PATH_INFO=staged_path(
+            '/'.join(('', version, account, container))))
         staging = get_container_info(staging_env, self.app,
                                      swift_source='MASS')
         return bool(staging.get('sysmeta', {}).get(MIGRATING.sysmeta_key))
 
     @staticmethod
     def applies(env):
-        """Whether a request is a read that may fall back."""
+        """Whether a request is a read of an object that may fall back."""
         return env['REQUEST_METHOD'] in ('GET', 'HEAD') and \
-            not env.get('reseller_request') and \
-            env['PATH_INFO'].count('/') >= 4
+            not env.get('reseller_request') and object_of(env['PATH_INFO'])
 
 
 MIGRATING = MigratingMark(tags.MIGRATING_MARK_HEADER, 'container')

@@ -315,7 +315,7 @@ class MassMiddleware(object):
                 env['REQUEST_METHOD'] == 'PUT' and \
                 routing.container_of(env['PATH_INFO']):
             app = self._route
-        elif marks.StagedRead.applies(env) and object_of(env['PATH_INFO']):
+        elif marks.StagedRead.applies(env):
             app = marks.StagedRead(self.app)
         return self.methods.app_for(env, entry, app)
 

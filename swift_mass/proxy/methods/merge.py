@@ -5,14 +5,14 @@
   change an object's answer: the token, User-Agent, Host...; see
   :meth:`MergeMethod.flight_key`) that arrive while one of them (the
   leader) is at the backend wait for the leader's answer instead of
-  sending their own.  Every read is authorised
-  first, as a cache hit is (:mod:`swift_mass.proxy.methods.cache`), before
-  it reads a generation or joins a flight; a waiter only joins while the
-  object's generation is the one the leader read before it set off: a
-  read that arrives after a write was acknowledged never gets the answer
-  of a read that began before it.  The leader reads the whole
-  answer (at most ``cache_max_object_size`` bytes) before sending it on,
-  so its client going away does not cut the others off; larger answers,
+  sending their own.  Every read is authorised first, as a cache hit is
+  (:mod:`swift_mass.proxy.methods.cache`), before it reads a generation or
+  joins a flight; a waiter only joins while the object's generation is
+  the one the leader read before it set off: a read that arrives after a
+  write was acknowledged never gets the answer of a read that began
+  before it.  The leader reads the whole answer (at most
+  ``cache_max_object_size`` bytes) before sending it on, so its client
+  going away does not cut the others off; larger answers,
   denials (401, 403) and answers that do not come within
   ``merge_wait_seconds`` send each waiter to the backend on its own.
   Without generations (Redis unreachable) nothing is merged.
