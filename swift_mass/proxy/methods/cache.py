@@ -29,9 +29,16 @@ Correctness comes first; a stale read is a bug.
   Origin header (CORS headers come from container info), subrequests.
 * **Never cached**: anything but the 200 answer to a plain GET (no Range,
   no conditions, no X-Newest), bodies over ``cache_max_object_size``,
-  SLO and DLO manifests, symlinks, objects with X-Delete-At, and bodies
-  encrypted at rest (Mass sits right of ``encryption``, so it sees
-  ciphertext: the object's crypto sysmeta gives it away).
+  SLO and DLO manifests, symlinks and objects with X-Delete-At.
+* **Encryption at rest**: Mass sits right of ``encryption`` in the
+  pipeline, so what it caches is what the object servers sent: an
+  encrypted object's ciphertext with its crypto sysmeta.  A hit goes back
+  through the decrypter exactly as a backend response does (AES-CTR
+  decrypts any range given its offset, which the hit's Content-Range
+  carries), so Redis and memcache never hold plaintext of an encrypted
+  object, and conditional requests resolve against the HMAC'd ETag that
+  ``encryption`` names in X-Backend-Etag-Is-At, as the object server
+  does.
 * **Conditional and range requests** on a hit are answered by a swob
   Response with ``conditional_response=True`` built from the headers Swift
   sent with the body, the same machinery the object server answers with.
@@ -61,7 +68,7 @@ from swift_mass.proxy.methods.bodies import Entry, MemcacheBodies, \
     RedisBodies, LocalBodies
 
 CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
-# Objects a worker found it cannot cache (encrypted, manifests, symlinks,
+# Objects a worker found it cannot cache (manifests, symlinks,
 # too large...), remembered with their generation so that their reads skip
 # the body store's round trip until someone writes them.
 UNCACHEABLE_MEMO = 10000
@@ -79,9 +86,7 @@ _BACKEND_SAFE = (tags.BACKEND_TAG_PREFIX, 'HTTP_X_BACKEND_ETAG_IS_AT',
 # Response headers of objects that are not plain bodies.
 _NOT_PLAIN = ('x-static-large-object', 'x-object-manifest',
               'x-symlink-target', 'x-delete-at')
-_NOT_PLAIN_PREFIXES = ('x-object-sysmeta-crypto-',
-                       'x-object-transient-sysmeta-crypto-',
-                       'x-object-sysmeta-slo-', 'x-object-sysmeta-symlink-',
+_NOT_PLAIN_PREFIXES = ('x-object-sysmeta-slo-', 'x-object-sysmeta-symlink-',
                        'x-object-sysmeta-dlo-')
 # Response headers that belong to one response, not to the object.
 _NOT_STORED = ('content-length', 'content-range', 'transfer-encoding',

@@ -4,6 +4,7 @@ Mass filters of several proxies sharing one Redis (fakeredis, see
 tests/unit/conftest.py)."""
 import os
 
+from swift.common.request_helpers import resolve_etag_is_at_header
 from swift.common.swob import HTTPForbidden, Request, Response
 from swift.common.utils import Timestamp, md5
 
@@ -95,11 +96,19 @@ class Swift(object):
                                   req.headers.get('X-Timestamp'))
 
     def PUT(self, req):
+        body = req.body
+        # what Swift's object controller does once it read the body: ask
+        # the middlewares for their footers (encryption's crypto sysmeta)
+        footers = {}
+        update_footers = req.environ.get('swift.callback.update_footers')
+        if update_footers is not None:
+            update_footers(footers)
+        req.headers.update(footers)
         req.headers['X-Timestamp'] = self.write(
-            req.path, req.body, {k: v for k, v in req.headers.items()
-                                 if k.startswith(('X-Object-', 'X-Delete',
-                                                  'X-Static', 'Content-T'))
-                                 }).internal
+            req.path, body, {k: v for k, v in req.headers.items()
+                             if k.startswith(('X-Object-', 'X-Delete',
+                                              'X-Static', 'Content-T'))
+                             }).internal
         self.bump(req)
         return Response(status=201)
 
@@ -136,8 +145,13 @@ class Swift(object):
     def respond(self, req, obj):
         if obj is None:
             return Response(status=404, request=req)
+        headers = self.headers_of(obj)
+        # as the object server: encryption names the ETag to match in
+        # X-Backend-Etag-Is-At
         resp = Response(request=req, conditional_response=True,
-                        headers=self.headers_of(obj))
+                        headers=headers,
+                        conditional_etag=resolve_etag_is_at_header(
+                            req, headers))
         if self.during_get is not None:
             resp.app_iter = self._racing(obj['body'])
             resp.content_length = len(obj['body'])

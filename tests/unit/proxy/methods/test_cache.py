@@ -1,11 +1,14 @@
 """The ``cache`` method: proxy filters in front of a tiny Swift, sharing
 one Redis (fakeredis, see tests/unit/conftest.py; a key prefix of their
 own per test), as two proxies of one cluster would."""
+import base64
 import re
 import uuid
 
 import pytest
 
+from swift.common.middleware import crypto as encryption
+from swift.common.middleware.crypto import keymaster
 from swift.common.swob import Request
 from swift.common.utils import Timestamp, md5
 
@@ -456,8 +459,6 @@ def test_requests_with_other_authorisation_or_wishes_bypass(prefix, kwargs):
     {'X-Object-Manifest': 'c/seg_'},
     {'X-Object-Sysmeta-Symlink-Target': 'c/other'},
     {'X-Delete-At': '9999999999'},
-    {'X-Object-Sysmeta-Crypto-Body-Meta': '{"iv": "..."}'},
-    {'X-Object-Transient-Sysmeta-Crypto-Meta-Color': '{"iv": "..."}'},
     {'X-Object-Sysmeta-Slo-Etag': 'abc'},
 ])
 def test_never_cached_kinds_of_object(prefix, headers):
@@ -485,10 +486,10 @@ def test_never_cached_missing_and_too_big(prefix):
 
 def test_an_uncacheable_object_costs_one_store_round_trip_less(prefix):
     # the SAIO's encrypting proxy paid two Redis round trips (body and
-    # generation) on every GET of objects it can never cache
+    # generation) on every GET of objects it could not cache
     swift = Swift()
     mass, _, logger = make(prefix, swift)
-    swift.write(PATH, BODY, {'X-Object-Sysmeta-Crypto-Body-Meta': '{}'})
+    swift.write(PATH, BODY, {'X-Object-Sysmeta-Symlink-Target': 'c/o2'})
     method = mass.methods.cache
     calls = []
     for name in ('get',):
@@ -580,6 +581,54 @@ def test_etag_is_at_is_resolved_as_the_object_server_does(prefix):
     resp = call(mass, headers={'If-None-Match': '"alt"'}, environ={
         'HTTP_X_BACKEND_ETAG_IS_AT': at['X-Backend-Etag-Is-At']})
     assert resp.status_int == 304
+
+
+# -- under encryption at rest ---------------------------------------------
+
+def encrypting(app):
+    """Swift's own keymaster and encryption left of ``app``, as in the
+    SAIO's proxy pipeline."""
+    secret = base64.b64encode(b'k' * 32).decode('ascii')
+    app = encryption.filter_factory({})(app)
+    return keymaster.filter_factory(
+        {'encryption_root_secret': secret})(app)
+
+
+def test_encrypted_objects_are_cached_as_ciphertext_and_decrypted(prefix):
+    swift = Swift()
+    mass, _, logger = make(prefix, swift)
+    pipeline = encrypting(mass)
+    put(pipeline, headers={'X-Object-Meta-Color': 'blue',
+                           'Content-Type': 'text/plain'})
+    stored = swift.objects[PATH]
+    assert stored['body'] != BODY  # ciphertext at rest
+    first, second = cached(pipeline, swift)
+    assert first.body == second.body == BODY
+    assert second.headers['X-Object-Meta-Color'] == 'blue'
+    assert second.headers['ETag'] == first.headers['ETag'] == \
+        md5(BODY, usedforsecurity=False).hexdigest()
+    assert logger.counters.count('cache.hit') == 1
+    # the cache holds what the object servers hold, never the plaintext
+    held = mass.methods.cache.bodies.get(object_key('AUTH_t', 'c', 'o'))
+    assert held.body == stored['body'] and BODY not in held.body
+    assert not any(v == 'blue' for _, v in held.headers)
+
+
+@pytest.mark.parametrize('method', ['GET', 'HEAD'])
+def test_encrypted_conditional_and_range_hits_match_swift(prefix, method):
+    swift = Swift()
+    mass, _, _ = make(prefix, swift)
+    pipeline = encrypting(mass)
+    without_mass = encrypting(swift)
+    put(pipeline)
+    first, _ = cached(pipeline, swift)
+    for headers in _conditions(first.headers['ETag'],
+                               first.headers['Last-Modified']):
+        from_cache = call(pipeline, method=method, headers=headers)
+        from_swift = call(without_mass, method=method, headers=headers)
+        assert _normalised(from_cache) == _normalised(from_swift), headers
+        assert from_cache.headers['X-Mass-Cache'] == (
+            'miss' if from_swift.status_int == 412 else 'hit'), headers
 
 
 # -- bodies: budgets and eviction ------------------------------------------
@@ -721,7 +770,7 @@ def test_concurrent_reads_of_a_rewritten_uncacheable_object(prefix):
     import eventlet
     swift = Swift()
     mass, _, _ = make(prefix, swift)
-    swift.write(PATH, BODY, {'X-Object-Sysmeta-Crypto-Body-Meta': '{}'})
+    swift.write(PATH, BODY, {'X-Object-Sysmeta-Symlink-Target': 'c/o2'})
     call(mass)
     method = mass.methods.cache
     key = next(iter(method._uncacheable))
