@@ -334,6 +334,12 @@ class QueueConf(object):
         self.bind_ip = conf.get('bind_ip', '0.0.0.0')
         self.bind_port = int_option(conf, section, 'bind_port', 6200, 1,
                                     65535)
+        # Under servers_per_port one config serves every port its IP has
+        # in the rings (one per device), so its devices are found by IP
+        # alone, as Swift's replicator finds them.
+        servers_per_port = int_option(conf, section, 'servers_per_port', 0,
+                                      0)
+        self.ring_port = None if servers_per_port else self.bind_port
         # Generations (swift_mass.generations): off without a redis_url.
         self.redis_url = None
         if str(conf.get('redis_url', '')).strip():

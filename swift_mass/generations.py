@@ -433,7 +433,8 @@ def device_name(dev):
 def ring_devices(swift_dir, local_to=None):
     """The names (:func:`device_name`) of every device in the object rings
     of every storage policy, or with ``local_to=(bind_ip, bind_port)``
-    only of those this server serves."""
+    only of those this server serves (``bind_port`` None: every port of
+    ``bind_ip``, as under ``servers_per_port``)."""
     my_ips = None
     if local_to is not None:
         my_ips = whataremyips(local_to[0])

@@ -7,7 +7,8 @@ import uuid
 import pytest
 import redis
 
-from swift_mass.generations import Generations
+from swift_mass.conf import QueueConf
+from swift_mass.generations import Generations, ring_devices
 from tests.unit.helpers import REDIS_URL, Clock, Logger
 
 DOWN_REDIS_URL = 'redis://127.0.0.1:1/0'  # connection refused
@@ -227,3 +228,25 @@ def test_coverage_is_not_asked_of_a_redis_that_just_failed():
 def test_coverage_is_unknown_while_redis_is_down():
     gens = Generations(DOWN_REDIS_URL, Logger())
     assert gens.uncovered(lambda: {'127.0.0.1:6210/sdb1'}) is None
+
+
+def test_ring_devices_of_a_server_per_port_are_found_by_ip(tmp_path):
+    # under servers_per_port each device has a port of its own; a server
+    # that looked for its bind_port alone registered one of its devices,
+    # and proxies never trusted generations
+    from tests.unit.cli.test_queue import build
+    from tests.unit.cli.test_rings import swift_conf
+    swift_dir = str(tmp_path)
+    swift_conf(swift_dir, [(0, 'standard', {'default': 'yes'}),
+                           (1, 'fast', {}), (2, 'bulk', {})])
+    devices = [('127.0.0.1', 6210, 'sdb1'), ('127.0.0.1', 6216, 'sdc1'),
+               ('127.0.0.2', 6220, 'sdb2'), ('127.0.0.2', 6226, 'sdc2')]
+    for ring in ('object', 'object-1', 'object-2'):
+        build(swift_dir, ring, 2, devices)
+    assert ring_devices(swift_dir, local_to=('127.0.0.1', None)) == {
+        '127.0.0.1:6210/sdb1', '127.0.0.1:6216/sdc1'}
+    assert ring_devices(swift_dir, local_to=('127.0.0.1', 6210)) == {
+        '127.0.0.1:6210/sdb1'}
+    assert QueueConf({'servers_per_port': '1', 'bind_port': '6210'}
+                     ).ring_port is None
+    assert QueueConf({'bind_port': '6210'}).ring_port == 6210
