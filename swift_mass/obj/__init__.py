@@ -1,2 +1,2 @@
 """What runs in a Swift object server: the ``mass_queue`` filter and its
-per-device queue."""
+per-device queue, and the group-commit diskfile module."""

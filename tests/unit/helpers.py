@@ -26,12 +26,15 @@ class RecordingApp(object):
 
 
 class Logger(object):
-    """Swift's logger for a filter: keeps what it logs (level, line) and
-    the names of the counters it increments."""
+    """Swift's logger for a filter: keeps what it logs (level, line), the
+    names of the counters it increments, the (name, value) of the counters it
+    updates and of the timings it sends."""
 
     def __init__(self):
         self.lines = []
         self.counters = []
+        self.updates = []
+        self.timings = []
         self.txn_id = None
 
     def _line(self, level):
@@ -48,7 +51,10 @@ class Logger(object):
         self.counters.append(name)
 
     def update_stats(self, name, value, *args, **kwargs):
-        pass
+        self.updates.append((name, value))
+
+    def timing(self, name, value, *args, **kwargs):
+        self.timings.append((name, value))
 
     def timing_since(self, *args, **kwargs):
         pass

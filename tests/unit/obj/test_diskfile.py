@@ -1,0 +1,457 @@
+"""Group commit (swift_mass.obj.diskfile): GroupSync alone with a flush the
+test gives it, then real writes through the manager and an object server,
+with libc's syncfs counted and made to fail."""
+import configparser
+import errno
+import itertools
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from importlib.metadata import EntryPoint
+
+import eventlet
+import pytest
+from swift.common import storage_policy
+from swift.common.storage_policy import REPL_POLICY, StoragePolicy, \
+    StoragePolicyCollection
+from swift.common.swob import Request
+from swift.common.utils import Timestamp, get_logger, md5
+from swift.obj.server import ObjectController
+
+from swift_mass.obj import diskfile as mass_diskfile
+from swift_mass.obj.diskfile import GroupCommitDiskFileManager, GroupSync
+from tests.unit.helpers import Logger
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+DISKFILE_MODULE = 'egg:swift_mass#replication.group_commit'
+CALLERS = 20
+# what a disk's flush takes, long enough for the other callers to arrive
+# while it runs
+FLUSH_SECONDS = 0.05
+real_syncfs = mass_diskfile.syncfs
+
+
+class Syncfs(object):
+    """Stands for libc's syncfs: records the filesystem (st_dev) of each
+    call and runs the test's ``check`` before the real flush (a check that
+    raises is a failed flush)."""
+
+    def __init__(self):
+        self.filesystems = []
+        self.check = None
+
+    def __call__(self, fd):
+        self.filesystems.append(os.fstat(fd).st_dev)
+        if self.check:
+            self.check()
+        return real_syncfs(fd)
+
+
+def fail_with_eio():
+    raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+
+@pytest.fixture
+def syncfs(monkeypatch):
+    recorder = Syncfs()
+    monkeypatch.setattr(mass_diskfile, 'syncfs', recorder)
+    return recorder
+
+
+@pytest.fixture
+def fsyncs(monkeypatch):
+    """The descriptors fsync'd or fdatasync'd, by anyone: Swift's fsync,
+    fdatasync and fsync_dir all end in these."""
+    synced = []
+    for name in ('fsync', 'fdatasync'):
+        real = getattr(os, name)
+
+        def counted(fd, real=real):
+            synced.append(fd)
+            return real(fd)
+        monkeypatch.setattr(os, name, counted)
+    return synced
+
+
+@pytest.fixture
+def devices(tmp_path):
+    (tmp_path / 'sda').mkdir()
+    return str(tmp_path)
+
+
+@pytest.fixture
+def policy(monkeypatch):
+    """Policy 0 alone, on this module, as swift.conf would configure it."""
+    policy = StoragePolicy(0, 'group-commit', is_default=True,
+                           diskfile_module=DISKFILE_MODULE)
+    monkeypatch.setattr(storage_policy, '_POLICIES',
+                        StoragePolicyCollection([policy]))
+    return policy
+
+
+@pytest.fixture
+def manager(devices, policy):
+    return GroupCommitDiskFileManager(
+        {'devices': devices, 'mount_check': 'false'}, Logger())
+
+
+@pytest.fixture
+def timestamps():
+    start = int(time.time())
+    return (Timestamp(t) for t in itertools.count(start))
+
+
+def diskfile(manager, policy, obj='o'):
+    return manager.get_diskfile('sda', '0', 'a', 'c', obj, policy=policy)
+
+
+def put(manager, policy, timestamp, body=b'body', obj='o'):
+    df = diskfile(manager, policy, obj)
+    with df.create() as writer:
+        writer.write(body)
+        writer.put({'X-Timestamp': timestamp.internal,
+                    'Content-Type': 'text/plain',
+                    'Content-Length': str(len(body)),
+                    'ETag': md5(body, usedforsecurity=False).hexdigest()})
+    return df
+
+
+def read(manager, policy, obj='o'):
+    df = diskfile(manager, policy, obj)
+    with df.open():
+        metadata = df.get_metadata()
+        return metadata, b''.join(df.reader())
+
+
+def files(df):
+    return sorted(os.listdir(df._datadir))
+
+
+def temp_files(manager):
+    """What is left in the device's tmp dir (which O_TMPFILE never
+    makes)."""
+    tmp = os.path.join(manager.devices, 'sda', 'tmp')
+    return os.listdir(tmp) if os.path.isdir(tmp) else []
+
+
+def run_threads(target, count):
+    """``target`` in ``count`` threads started together; their results or
+    exceptions, in no order."""
+    start = threading.Barrier(count)
+    results = []
+
+    def run():
+        start.wait()
+        try:
+            results.append(target())
+        except Exception as err:
+            results.append(err)
+    threads = [threading.Thread(target=run) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(results) == count
+    return results
+
+
+# GroupSync
+
+def test_one_caller_gets_one_flush_per_call():
+    flushed = []
+    group_sync = GroupSync('/unused', flush=lambda: flushed.append(1))
+    runs = [group_sync.sync() for _ in range(3)]
+    assert len(flushed) == 3
+    assert [run.writes for run in runs] == [1, 1, 1]
+    assert (group_sync.flushes, group_sync.writes_covered) == (3, 3)
+
+
+def test_concurrent_callers_share_flushes_that_began_after_they_called():
+    flushes = []
+
+    def flush():
+        started = time.monotonic()
+        time.sleep(FLUSH_SECONDS)
+        flushes.append((started, time.monotonic()))
+    group_sync = GroupSync('/unused', flush=flush)
+
+    def call():
+        called = time.monotonic()
+        run = group_sync.sync()
+        return called, time.monotonic(), run
+    calls = run_threads(call, CALLERS)
+
+    assert len(flushes) <= 3
+    for called, returned, _run in calls:
+        assert any(called <= started and ended <= returned
+                   for started, ended in flushes)
+    runs = [run for _called, _returned, run in calls if run is not None]
+    assert len(runs) == len(flushes) == group_sync.flushes
+    assert sum(run.writes for run in runs) == CALLERS == \
+        group_sync.writes_covered
+
+
+def test_a_caller_waits_for_the_flush_after_the_one_running():
+    events = []
+    first_started = threading.Event()
+    release_first = threading.Event()
+
+    def flush():
+        number = sum(1 for event in events if event[0] == 'start') + 1
+        events.append(('start', number))
+        if number == 1:
+            first_started.set()
+            release_first.wait(5)
+        events.append(('end', number))
+    group_sync = GroupSync('/unused', flush=flush)
+
+    def late():
+        events.append(('called',))
+        group_sync.sync()
+        events.append(('returned',))
+    first = threading.Thread(target=group_sync.sync)
+    first.start()
+    assert first_started.wait(5)
+    second = threading.Thread(target=late)
+    second.start()
+    time.sleep(0.1)  # the late caller waits in sync()
+    release_first.set()
+    first.join(5)
+    second.join(5)
+    assert events == [('start', 1), ('called',), ('end', 1), ('start', 2),
+                      ('end', 2), ('returned',)]
+
+
+def test_a_failed_flush_fails_every_caller_it_covers_then_syncs_work():
+    failing = [True]
+
+    def flush():
+        time.sleep(FLUSH_SECONDS)
+        if failing[0]:
+            fail_with_eio()
+    group_sync = GroupSync('/unused', flush=flush)
+
+    errors = run_threads(group_sync.sync, CALLERS)
+    assert [err.errno for err in errors if isinstance(err, OSError)] == \
+        [errno.EIO] * CALLERS
+    # fewer flushes than callers: callers got the failure of a flush
+    # another ran
+    assert group_sync.flushes < CALLERS
+
+    failing[0] = False
+    assert group_sync.sync().writes == 1
+
+
+def test_syncfs_follows_a_device_replaced_at_its_path(tmp_path, syncfs):
+    # a symlink re-pointed stands for a filesystem mounted in place of
+    # another: the path's st_dev changes
+    old = tmp_path / 'old'
+    old.mkdir()
+    new = tempfile.mkdtemp(dir='/dev/shm')
+    try:
+        device = str(tmp_path / 'sda')
+        os.symlink(str(old), device)
+        group_sync = GroupSync(device)
+        group_sync.sync()
+        os.unlink(device)
+        os.symlink(new, device)
+        group_sync.sync()
+        group_sync.sync()
+    finally:
+        shutil.rmtree(new)
+    old_dev, new_dev = os.stat(str(old)).st_dev, os.stat('/dev/shm').st_dev
+    assert old_dev != new_dev
+    # at the replacement, the old filesystem's last flush, then the new one's
+    assert syncfs.filesystems == [old_dev, old_dev, new_dev, new_dev]
+
+
+# GroupCommitDiskFileWriter, through the manager
+
+@pytest.mark.parametrize('use_linkat', [True, False],
+                         ids=['O_TMPFILE', 'mkstemp'])
+def test_a_put_is_durable_by_one_syncfs_and_no_fsync(
+        manager, policy, timestamps, syncfs, fsyncs, use_linkat):
+    manager.use_linkat = use_linkat
+    timestamp = next(timestamps)
+    df = put(manager, policy, timestamp, b'the body')
+
+    assert manager.use_linkat == use_linkat  # the branch asked for ran
+    assert fsyncs == []
+    assert syncfs.filesystems == [os.stat(manager.devices).st_dev]
+    assert files(df) == [timestamp.internal + '.data']
+    metadata, body = read(manager, policy)
+    assert body == b'the body'
+    assert metadata['X-Timestamp'] == timestamp.internal
+    assert metadata['name'] == '/a/c/o'
+    assert temp_files(manager) == []
+
+
+@pytest.mark.parametrize('newer', ['put', 'delete'])
+def test_an_older_version_goes_only_after_the_flush(
+        manager, policy, timestamps, syncfs, newer):
+    first, second = next(timestamps), next(timestamps)
+    df = put(manager, policy, first)
+    at_flush = []
+    syncfs.check = lambda: at_flush.append(files(df))
+
+    if newer == 'put':
+        put(manager, policy, second)
+        newest = second.internal + '.data'
+    else:
+        diskfile(manager, policy).delete(second)
+        newest = second.internal + '.ts'
+    assert at_flush == [sorted([first.internal + '.data', newest])]
+    assert files(df) == [newest]
+
+
+@pytest.mark.parametrize('use_linkat', [True, False],
+                         ids=['O_TMPFILE', 'mkstemp'])
+def test_a_failed_flush_fails_the_put_and_keeps_the_old_version(
+        manager, policy, timestamps, syncfs, use_linkat):
+    manager.use_linkat = use_linkat
+    first, second = next(timestamps), next(timestamps)
+    df = put(manager, policy, first, b'old')
+    syncfs.check = fail_with_eio
+
+    with pytest.raises(OSError) as caught:
+        put(manager, policy, second, b'new')
+    assert caught.value.errno == errno.EIO
+    assert files(df) == [first.internal + '.data']
+    assert read(manager, policy)[1] == b'old'
+    assert temp_files(manager) == []
+    assert manager.logger.lines == []
+
+    syncfs.check = None
+    put(manager, policy, next(timestamps), b'newer')
+    assert read(manager, policy)[1] == b'newer'
+
+
+def test_concurrent_puts_to_one_device_share_flushes(
+        manager, policy, timestamps, syncfs):
+    puts = 10
+    # a real syncfs of a virtual disk is over before the next write comes;
+    # a disk's takes milliseconds
+    syncfs.check = lambda: time.sleep(FLUSH_SECONDS)
+    timestamp = next(timestamps)
+    pool = eventlet.GreenPool()
+    for number in range(puts):
+        pool.spawn(put, manager, policy, timestamp, b'body %d' % number,
+                   'o%d' % number)
+    pool.waitall()
+
+    assert 1 <= len(syncfs.filesystems) < puts
+    for number in range(puts):
+        assert read(manager, policy, 'o%d' % number)[1] == \
+            b'body %d' % number
+    group_sync = manager.group_sync('sda')
+    assert group_sync.flushes == len(syncfs.filesystems)
+    assert group_sync.writes_covered == puts
+    # statsd: each flush, the writes it covered, how long it took
+    logger = manager.logger
+    assert logger.counters == ['group_commit.flushes'] * group_sync.flushes
+    assert sum(writes for name, writes in logger.updates
+               if name == 'group_commit.writes') == puts
+    assert [name for name, _ in logger.timings] == \
+        ['group_commit.flush'] * group_sync.flushes
+    assert all(ms >= FLUSH_SECONDS * 1000 for _, ms in logger.timings)
+
+
+def test_one_group_sync_per_device(manager, devices):
+    os.mkdir(os.path.join(devices, 'sdb'))
+    sda = manager.group_sync('sda')
+    assert manager.group_sync('sda') is sda
+    assert sda.path == os.path.join(devices, 'sda')
+    assert manager.group_sync('sdb').path == os.path.join(devices, 'sdb')
+
+
+# In the object server, from swift.conf's diskfile_module
+
+def setup_cfg_entry_point(group, name):
+    setup_cfg = configparser.ConfigParser()
+    setup_cfg.read(os.path.join(ROOT, 'setup.cfg'))
+    lines = setup_cfg['options.entry_points'][group].strip().splitlines()
+    values = dict(line.replace(' ', '').split('=', 1) for line in lines)
+    return EntryPoint(name, values[name], group)
+
+
+def test_setup_cfg_names_the_manager_for_replication_policies():
+    manager_cls = setup_cfg_entry_point(
+        'swift.diskfile', 'replication.group_commit').load()
+    assert manager_cls is GroupCommitDiskFileManager
+    assert manager_cls.policy == REPL_POLICY == 'replication'
+
+
+class Records(logging.Handler):
+    def __init__(self):
+        super(Records, self).__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+@pytest.fixture
+def object_server_log():
+    """The object server's logger, Swift's own, logging to a list instead
+    of the machine's syslog."""
+    logger = get_logger({}, log_route='test-group-commit-object-server')
+    for handler in list(logger.logger.handlers):
+        logger.logger.removeHandler(handler)
+        handler.close()
+    records = Records()
+    logger.logger.addHandler(records)
+    yield logger, records.records
+    logger.logger.removeHandler(records)
+
+
+@pytest.fixture
+def object_server(devices, policy, object_server_log, monkeypatch):
+    """An object server whose policy 0 loads this module from its
+    diskfile_module (as an installed swift_mass would: the one installed
+    here is another checkout's, so the entry point is this setup.cfg's)."""
+    def load_pkg_resource(group, uri):
+        assert uri == DISKFILE_MODULE
+        return setup_cfg_entry_point(group, uri.split('#')[1]).load()
+    monkeypatch.setattr(storage_policy, 'load_pkg_resource',
+                        load_pkg_resource)
+    return ObjectController({'devices': devices, 'mount_check': 'false'},
+                            logger=object_server_log[0])
+
+
+def object_request(method, timestamp, body=None):
+    return Request.blank(
+        '/sda/0/a/c/o', method=method, body=body,
+        headers={'X-Timestamp': timestamp.internal,
+                 'Content-Type': 'text/plain'})
+
+
+def test_the_object_server_answers_500_not_201_when_the_flush_fails(
+        object_server, object_server_log, timestamps, syncfs):
+    assert isinstance(object_server._diskfile_router[0],
+                      GroupCommitDiskFileManager)
+    put_old = object_request('PUT', next(timestamps), b'old')
+    assert put_old.get_response(object_server).status_int == 201
+    syncfs.check = fail_with_eio
+
+    put_new = object_request('PUT', next(timestamps), b'new')
+    assert put_new.get_response(object_server).status_int == 500
+    delete = object_request('DELETE', next(timestamps))
+    assert delete.get_response(object_server).status_int == 500
+    syncfs.check = None
+    get = object_request('GET', next(timestamps))
+    assert get.get_response(object_server).body == b'old'
+    errors = [record.getMessage() for record in object_server_log[1]
+              if record.levelno == logging.ERROR]
+    assert [error.split(' /')[0] for error in errors] == \
+        ['ERROR __call__ error with PUT', 'ERROR __call__ error with DELETE']
+    assert all(error.endswith(os.strerror(errno.EIO)) for error in errors)
+
+
+def test_a_policy_of_another_type_refuses_the_module():
+    erasure_coded = type('Policy', (), {'policy_type': 'erasure_coding'})()
+    with pytest.raises(ValueError):
+        GroupCommitDiskFileManager.check_policy(erasure_coded)
