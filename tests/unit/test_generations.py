@@ -230,12 +230,17 @@ def test_coverage_is_unknown_while_redis_is_down():
     assert gens.uncovered(lambda: {'127.0.0.1:6210/sdb1'}) is None
 
 
-def test_ring_devices_of_a_server_per_port_are_found_by_ip(tmp_path):
+def test_ring_devices_of_a_server_per_port_are_found_by_ip(tmp_path,
+                                                         monkeypatch):
     # under servers_per_port each device has a port of its own; a server
     # that looked for its bind_port alone registered one of its devices,
     # and proxies never trusted generations
+    from swift.common.storage_policy import POLICIES
     from tests.unit.cli.test_queue import build
     from tests.unit.cli.test_rings import swift_conf
+    for policy in POLICIES:
+        # each policy keeps the ring it loaded first, from any swift_dir
+        monkeypatch.setattr(policy, 'object_ring', None)
     swift_dir = str(tmp_path)
     swift_conf(swift_dir, [(0, 'standard', {'default': 'yes'}),
                            (1, 'fast', {}), (2, 'bulk', {})])
