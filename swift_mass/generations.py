@@ -44,15 +44,39 @@ reach it, and a refusal shorter than ``gap`` that a reader sat out idle
 and ended less than ``repair_interval`` before the reader's next read.
 
 A cache that trusts generations also needs every object server to bump
-them: each ``mass_queue`` registers the ring devices it serves (key
-``bumper:<ip>:<port>/<device>``, renewed by the heartbeat), and a proxy
-trusts generations only while every device of its object rings is
-registered (:meth:`Generations.uncovered`).
+them: each ``mass_queue`` process registers the ring devices it serves
+(hash ``bumping:<ip>:<port>/<device>``, a field per process, renewed by
+the heartbeat), and a proxy trusts generations only while every device of
+its object rings is registered (:meth:`Generations.uncovered`).
+
+**Only the tenants that need it pay** (no write tax).  The object servers
+bump the writes of the tenants whose method reads generations (cache,
+merge) and make no Redis call for anyone else's.  The leader publishes
+those tenants (:meth:`Generations.publish_bumped`: hash ``bumps``, tenant
+-> the version of the set it entered in, and ``bumps:version``); every
+object server process reloads the set when its version changes, before
+its heartbeat, and registers the version it applies.  The barrier, both
+ways:
+
+* a tenant's generations are trusted only once every live process of every
+  device has registered a version at least the one the tenant entered in
+  (:meth:`Generations.read` compares it with the lowest registered): from
+  then on every write of the tenant is bumped, and one that finished
+  before was on disk before any proxy trusted a generation of it.  A
+  body is stored under the tenant's entry version too, so nothing cached
+  in an earlier membership is served in a later one;
+* a tenant leaves the set in Redis first, and :meth:`Generations.read`
+  reads its membership in the same script as the generation: once it is
+  out no proxy trusts its generations, whatever table a proxy holds, and
+  only then do object servers stop bumping its writes;
+* a process whose registration may have lapsed (its heartbeat failed for
+  longer than a registration lives) bumps every write again.
 
 Redis errors never propagate; each outage is logged once.
 """
 import hashlib
 import os
+import socket
 import time
 import uuid
 
@@ -123,7 +147,11 @@ class Generations(object):
         -- refuses this read too
         redis.call('SET', KEYS[3], gen, 'EX', ARGV[4])
     """ + _GAP + """
-        return {epoch, gen}
+        local entered = redis.call('HGET', KEYS[4], ARGV[5])
+        if not entered then
+            entered = ''
+        end
+        return {epoch, gen, entered}
     """
     # ARGV[3] ttl, ARGV[4] the write's timestamp or '', ARGV[5..] tokens
     _BUMP = """
@@ -145,12 +173,80 @@ class Generations(object):
     """ + _GAP + """
         return epoch
     """
-    # ARGV[3] ms a registration lives, ARGV[4..] names
+    # ARGV[3] ms a registration lives, ARGV[4] this process, ARGV[5] the
+    # version of the bumped set it applies, ARGV[6..] names.  A field per
+    # process, "<version> <expiry ms, Redis's clock>"; expired ones go.
     _HEARTBEAT = _GAP + """
-        for i = 4, #ARGV do
-            redis.call('SET', KEYS[3] .. ARGV[i], '1', 'PX', ARGV[3])
+        local expires = now + tonumber(ARGV[3])
+        for i = 6, #ARGV do
+            local key = KEYS[3] .. ARGV[i]
+            local fields = redis.call('HGETALL', key)
+            for j = 1, #fields, 2 do
+                local until_ms = tonumber(
+                    string.match(fields[j + 1], ' (%d+)$') or '0')
+                if until_ms < now then
+                    redis.call('HDEL', key, fields[j])
+                end
+            end
+            redis.call('HSET', key, ARGV[4], ARGV[5] .. ' ' .. expires)
+            redis.call('PEXPIRE', key, ARGV[3])
         end
         return epoch
+    """
+    # KEYS registrations of devices: per device the lowest version a live
+    # process applies, or -1 when none is registered.
+    _COVERAGE = """
+        local time = redis.call('TIME')
+        local now = tonumber(time[1]) * 1000 +
+            math.floor(tonumber(time[2]) / 1000)
+        local lowest = {}
+        for i = 1, #KEYS do
+            local low = -1
+            local fields = redis.call('HGETALL', KEYS[i])
+            for j = 1, #fields, 2 do
+                local version, until_ms = string.match(
+                    fields[j + 1], '^(%d+) (%d+)$')
+                if version and tonumber(until_ms) >= now then
+                    version = tonumber(version)
+                    if low < 0 or version < low then
+                        low = version
+                    end
+                end
+            end
+            lowest[i] = low
+        end
+        return lowest
+    """
+    # KEYS[1] bumps, KEYS[2] bumps:version; ARGV the tenants to bump.  A
+    # change takes a new version; tenants that enter get it.
+    _PUBLISH = """
+        local want = {}
+        for i = 1, #ARGV do
+            want[ARGV[i]] = true
+        end
+        local gone = {}
+        for _, tenant in ipairs(redis.call('HKEYS', KEYS[1])) do
+            if want[tenant] then
+                want[tenant] = nil
+            else
+                table.insert(gone, tenant)
+            end
+        end
+        local added = {}
+        for tenant in pairs(want) do
+            table.insert(added, tenant)
+        end
+        if #gone == 0 and #added == 0 then
+            return tonumber(redis.call('GET', KEYS[2]) or '0')
+        end
+        local version = redis.call('INCR', KEYS[2])
+        for _, tenant in ipairs(gone) do
+            redis.call('HDEL', KEYS[1], tenant)
+        end
+        for _, tenant in ipairs(added) do
+            redis.call('HSET', KEYS[1], tenant, version)
+        end
+        return version
     """
     _INSTANCE = """
         if redis.call('GET', KEYS[1]) ~= ARGV[1] then
@@ -172,7 +268,9 @@ class Generations(object):
         self.epoch_key = prefix + 'epoch'
         self.alive_key = prefix + 'alive'
         self.instance_key = prefix + 'instance'
-        self.bumper_prefix = prefix + 'bumper:'
+        self.bumper_prefix = prefix + 'bumping:'
+        self.bumps_key = prefix + 'bumps'
+        self.bumps_version_key = prefix + 'bumps:version'
         self.ttl = int(ttl)
         self.bump_wait = float(bump_wait)
         self.gap_ms = int(float(gap) * 1000)
@@ -190,6 +288,8 @@ class Generations(object):
         self._read = self.client.register_script(self._READ)
         self._bump = self.bump_client.register_script(self._BUMP)
         self._heartbeat = self.bump_client.register_script(self._HEARTBEAT)
+        self._coverage_script = self.client.register_script(self._COVERAGE)
+        self._publish = self.client.register_script(self._PUBLISH)
         # A breaker of its own, not control.store's: a skipped read has no
         # store to fall back to (the reader validates by a HEAD), and
         # bumps have their own rule (dirty).
@@ -203,7 +303,15 @@ class Generations(object):
         self._repairing = False
         self._beating_pid = None
         self.names = tuple
-        self._coverage = (0.0, None)
+        # (when checked, devices not registered, lowest version applied)
+        self._coverage = (0.0, None, None)
+        # an object server's bumped set: None until loaded
+        self.bumped = None
+        self.bumped_version = None
+        self.registration_ms = int(self.heartbeat_interval * 4 * 1000) + 5000
+        # until when this process's registration surely lives (its clock)
+        self.registered_until = 0.0
+        self._process = None
 
     def _client(self, url, timeout):
         return redis.Redis.from_url(
@@ -262,35 +370,41 @@ class Generations(object):
 
     # -- readers -------------------------------------------------------
 
-    def read(self, key):
-        """``(validity, written)`` of an object now: validity a string that
-        changes with every write, written the X-Timestamp of the newest
-        write recorded (a Timestamp) or None.  ``(None, None)`` when Redis
-        cannot tell, or the generations are not to be trusted."""
+    def read(self, key, tenant):
+        """``(validity, written)`` of an object of ``tenant`` now: validity
+        a string that changes with every write, written the X-Timestamp of
+        the newest write recorded (a Timestamp) or None.  ``(None, None)``
+        when Redis cannot tell, or the generations are not to be trusted:
+        the tenant is not bumped, or not yet by every object server (call
+        :meth:`uncovered` first: it finds the lowest version they apply)."""
         if self.clock() < self.down_until or self.dirty:
             return None, None
         try:
-            epoch, gen = self._read(
-                keys=[self.epoch_key, self.alive_key, self._key(key)],
-                args=self._epoch_args() + [new_token(), self.ttl])
+            epoch, gen, entered = self._read(
+                keys=[self.epoch_key, self.alive_key, self._key(key),
+                      self.bumps_key],
+                args=self._epoch_args() + [new_token(), self.ttl, tenant])
         except Exception as err:
             self.failed(err)
             return None, None
         self._succeeded()
-        epoch, gen = _text(epoch), _text(gen)
+        epoch, gen, entered = _text(epoch), _text(gen), _text(entered)
+        applied = self._coverage[2]
+        if not entered or applied is None or int(entered) > applied:
+            return None, None
         token, _, written = gen.partition('/')
         try:
             written = Timestamp(written) if written else None
         except ValueError:
             written = None
-        return '%s:%s' % (epoch, token), written
+        return '%s:%s:%s' % (epoch, token, entered), written
 
     def uncovered(self, required, period=5.0):
         """The names of the devices ``required()`` answers (ring devices,
         as :func:`device_name` makes them) that no object server has
         registered as bumping their writes, looked up at most every
         ``period`` seconds; None when Redis could not tell."""
-        checked, missing = self._coverage
+        checked, missing, _applied = self._coverage
         now = self.clock()
         if missing is not None and now < checked + period:
             return missing
@@ -298,14 +412,15 @@ class Generations(object):
             return None
         required = sorted(required())
         try:
-            found = self.client.mget(
-                [self.bumper_prefix + name for name in required]) \
+            found = self._coverage_script(
+                keys=[self.bumper_prefix + name for name in required]) \
                 if required else []
         except Exception as err:
             self.failed(err)
             return None
         missing = frozenset(name for name, value in zip(required, found)
-                            if value is None)
+                            if int(value) < 0)
+        applied = min(map(int, found)) if found and not missing else None
         if missing != self._coverage[1]:
             if missing:
                 self.logger.warning(
@@ -316,10 +431,49 @@ class Generations(object):
                                      ', '.join(sorted(missing)[:5])))
             elif self._coverage[1]:
                 self.logger.info('mass generations: every device bumps')
-        self._coverage = (now, missing)
+        self._coverage = (now, missing, applied)
         return missing
 
+    # -- the leader --------------------------------------------------
+
+    def publish_bumped(self, tenants):
+        """Make ``tenants`` the ones whose writes the object servers bump
+        (the leader, at every tick); the set's version, or None when Redis
+        did not take it."""
+        try:
+            return int(self._publish(
+                keys=[self.bumps_key, self.bumps_version_key],
+                args=sorted(tenants)))
+        except Exception as err:
+            self.logger.warning('mass generations: could not publish the '
+                                'tenants to bump: %s' % err)
+            return None
+
     # -- writers -------------------------------------------------------
+
+    def bumps_writes_of(self, tenant):
+        """Whether this object server bumps the writes of ``tenant``: the
+        tenants of the set it applies, or everyone's until it has loaded
+        one, and again once its registration may have lapsed."""
+        if self.bumped is None or self.clock() >= self.registered_until:
+            return True
+        return tenant in self.bumped
+
+    def load_bumped(self):
+        """Reload the bumped set if its version changed; whether this
+        process knows the current one."""
+        version = _text(self.bump_client.get(self.bumps_version_key))
+        version = int(version or 0)
+        if version == self.bumped_version:
+            return True
+        # MULTI: the set and the version it belongs to, read together
+        pipe = self.bump_client.pipeline(transaction=True)
+        pipe.get(self.bumps_version_key)
+        pipe.hkeys(self.bumps_key)
+        version, tenants = pipe.execute()
+        self.bumped = frozenset(_text(t) for t in tenants)
+        self.bumped_version = int(_text(version) or 0)
+        return True
 
     def bump(self, keys, timestamp=None):
         """Give each object a new generation, recording the write's
@@ -388,17 +542,34 @@ class Generations(object):
     # -- heartbeat -----------------------------------------------------
 
     def heartbeat(self):
-        """Renew ``alive`` (and this worker's registrations); whether Redis
-        answered."""
+        """Renew ``alive`` and, with the bumped set reloaded first, this
+        process's registrations; whether Redis answered."""
+        names = sorted(self.names())
+        began = self.clock()
         try:
+            if names:
+                self.load_bumped()
             self._heartbeat(
                 keys=[self.epoch_key, self.alive_key, self.bumper_prefix],
                 args=self._epoch_args() + [
-                    int(self.heartbeat_interval * 4 * 1000) + 5000] +
-                sorted(self.names()))
+                    self.registration_ms, self.process(),
+                    self.bumped_version or 0] + names)
         except Exception:
             return False
+        if names:
+            # a second short of Redis's expiry, measured from before the
+            # call: the registration surely lives until then
+            self.registered_until = began + self.registration_ms / 1000.0 \
+                - 1.0
         return True
+
+    def process(self):
+        """This process's name in the registrations (a forked worker gets
+        its own)."""
+        if self._process is None or self._process[0] != os.getpid():
+            self._process = (os.getpid(), '%s/%d/%s' % (
+                socket.gethostname(), os.getpid(), new_token()[:8]))
+        return self._process[1]
 
     def start(self, names=None):
         """Run the heartbeat in this process (once; call it after the
@@ -415,6 +586,17 @@ class Generations(object):
         while True:
             self.heartbeat()
             self.sleep(self.heartbeat_interval)
+
+
+# The methods that read generations: the object servers bump the writes of
+# the tenants the policy table gives one of them.
+BUMPED_METHODS = frozenset(('cache', 'merge'))
+
+
+def bumped_tenants(table):
+    """The tenants of a policy table whose writes must be bumped."""
+    return frozenset(tenant for tenant, entry in table.items()
+                     if entry and entry.get('method') in BUMPED_METHODS)
 
 
 def object_key(account, container, obj):

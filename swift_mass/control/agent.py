@@ -16,6 +16,7 @@ import re
 import time
 
 from swift_mass.control import controller, monitor
+from swift_mass.generations import bumped_tenants
 
 
 def statsd_name(tenant):
@@ -27,7 +28,8 @@ def statsd_name(tenant):
 class Agent(object):
 
     def __init__(self, store, settings, owner, logger, interval=5.0,
-                 bucket_seconds=5, durable=None, clock=time.time):
+                 bucket_seconds=5, durable=None, clock=time.time,
+                 generations=None):
         self.store = store
         self.settings = settings
         self.owner = owner
@@ -35,6 +37,9 @@ class Agent(object):
         self.interval = float(interval)
         self.window = monitor.Window(bucket_seconds, clock)
         self.durable = durable
+        #: where the leader publishes the tenants whose writes the object
+        #: servers bump (swift_mass.generations), if anyone reads them
+        self.generations = generations
         self.clock = clock
         self.table = {}
         self.table_version = 0
@@ -137,11 +142,13 @@ class Agent(object):
                 # an entry recalled from sysmeta as it was is not new
                 if not (recalled and entry is previous):
                     changed.append(tenant)
-        if not changed and table == self.table:
-            return
-        self.table_version = self.store.put_table(table)
-        self.table = table
-        for tenant in changed:
-            self.logger.increment('decisions')
-            if self.durable:
-                self.durable.save(tenant, table.get(tenant))
+        if changed or table != self.table:
+            self.table_version = self.store.put_table(table)
+            self.table = table
+            for tenant in changed:
+                self.logger.increment('decisions')
+                if self.durable:
+                    self.durable.save(tenant, table.get(tenant))
+        if self.generations is not None:
+            # at every tick, not only on a change: Redis may have lost it
+            self.generations.publish_bumped(bumped_tenants(self.table))

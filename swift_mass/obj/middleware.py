@@ -62,16 +62,21 @@ class BumpedWrite(WSGIContext):
         self.generations = generations
         self.logger = logger
 
-    def __call__(self, env, start_response, key):
+    def __call__(self, env, start_response, key, tenant):
         status = None
         try:
             app_iter = self._app_call(env)
             status = self._get_status_int()
         finally:
+            if not self.generations.bumps_writes_of(tenant):
+                # decided once written: a tenant that entered the bumped
+                # set while this write ran is bumped (no proxy trusts it
+                # before this process registered the set)
+                pass
             # A refused write changed nothing, but a DELETE's 404 left a
             # tombstone; an error may have written part of it: bump, and
             # record the timestamp only of what surely was written.
-            if status is None or status >= 500:
+            elif status is None or status >= 500:
                 self.generations.bump([key])
             elif status < 400 or (status == 404 and
                                   env['REQUEST_METHOD'] == 'DELETE'):
@@ -301,7 +306,7 @@ class MassQueueMiddleware(object):
                                   ('Content-Length', str(len(body)))])
         return [body]
 
-    def _app_for(self, env, method, key):
+    def _app_for(self, env, method, account, key):
         """The object server, or for a client's object write, the object
         server with a generation bump (replication moves versions that
         were written already)."""
@@ -310,7 +315,8 @@ class MassQueueMiddleware(object):
                 config_true_value(env.get(REPLICATION_ENV)):
             return self.app
         return functools.partial(
-            BumpedWrite(self.app, self.generations, self.logger), key=key)
+            BumpedWrite(self.app, self.generations, self.logger), key=key,
+            tenant=account)
 
     def _local_devices(self):
         return ring_devices(self.conf.swift_dir,
@@ -367,7 +373,7 @@ class MassQueueMiddleware(object):
         if target is None:
             return self.app(env, start_response)
         device, account, key = target
-        app = self._app_for(env, method, key)
+        app = self._app_for(env, method, account, key)
         if not self.conf.slots_per_device:
             return app(env, start_response)
         return self._queued(env, start_response, method, device, account,

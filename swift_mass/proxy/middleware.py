@@ -240,7 +240,8 @@ class MassMiddleware(object):
         self.agent = Agent(
             self.store, self.conf.control, worker_name(), self.logger,
             interval=self.conf.interval,
-            bucket_seconds=self.conf.bucket_seconds, durable=self.sysmeta)
+            bucket_seconds=self.conf.bucket_seconds, durable=self.sysmeta,
+            generations=self.methods.cache.generations)
         self._loop_pid = None
         self.urgent_tenants = marks.UrgentTenants(
             app, self.conf.urgent_recheck_seconds, logger=self.logger)

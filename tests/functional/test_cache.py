@@ -111,11 +111,11 @@ def generations_trusted(store, within=30.0):
     server registered as bumping generations, so that the proxies trust
     generations (the tests below are about generations, not the backend
     validation the proxies fall back on)."""
-    registry = store.prefix + 'cache:bumper:'
+    registry = store.prefix + 'cache:bumping:'
     devices = sorted(ring_devices('/etc/swift'))
-    until(lambda: all(store.client.mget(
-        [registry + name for name in devices])), within,
-        'every object server registered as bumping generations')
+    until(lambda: all(store.client.exists(registry + name)
+                      for name in devices), within,
+          'every object server registered as bumping generations')
 
 
 @pytest.fixture(scope='module')

@@ -2,6 +2,7 @@
 against fakeredis: its INFO gives a run_id the tests change to stand for a
 new server process (tests/unit/conftest.py).  The functional tests do the
 same to a real Redis."""
+import time
 import uuid
 
 import pytest
@@ -14,9 +15,24 @@ from tests.unit.helpers import REDIS_URL, Clock, Logger
 DOWN_REDIS_URL = 'redis://127.0.0.1:1/0'  # connection refused
 
 
+DEVICE = '127.0.0.1:6210/sdb1'
+
+
+def trusting(generations, tenants=('t',)):
+    """``generations`` as a proxy's, trusted for ``tenants``: they are
+    published as bumped, and an object server of the one DEVICE (here the
+    same object) applies that set."""
+    generations.publish_bumped(tenants)
+    generations.names = lambda: {DEVICE}
+    assert generations.heartbeat()
+    assert generations.uncovered(lambda: {DEVICE}, period=0) == frozenset()
+    return generations
+
+
 @pytest.fixture
 def gens():
-    return Generations(REDIS_URL, Logger(), prefix='t:%s:' % uuid.uuid4().hex)
+    return trusting(Generations(REDIS_URL, Logger(),
+                                prefix='t:%s:' % uuid.uuid4().hex))
 
 
 def server_of(generations):
@@ -31,52 +47,52 @@ def restart(generations, keys):
     """What a restart from a snapshot does: the process (run_id) is new,
     every connection is cut, and Redis holds the keys as they were."""
     for key, value in keys.items():
-        generations.client.set(key, value)
+        generations.client.restore(key, 0, value, replace=True)
     server_of(generations).run_id = uuid.uuid4().hex
     generations.client.connection_pool.disconnect()
     generations.bump_client.connection_pool.disconnect()
 
 
 def snapshot(generations):
-    return {key.decode(): generations.client.get(key) for key in
+    return {key.decode(): generations.client.dump(key) for key in
             generations.client.scan_iter(match=generations.prefix + '*')}
 
 
 def test_a_lost_key_is_a_new_token(gens):
-    first, _ = gens.read('k')
-    assert gens.read('k')[0] == first
+    first, _ = gens.read('k', 't')
+    assert gens.read('k', 't')[0] == first
     gens.client.delete(*gens.client.scan_iter(match=gens.prefix + '*'))
-    assert gens.read('k')[0] != first
+    assert gens.read('k', 't')[0] != first
 
 
 def test_a_restart_from_a_snapshot_invalidates_everything(gens):
-    old, _ = gens.read('k')  # a body was cached under this
+    old, _ = gens.read('k', 't')  # a body was cached under this
     saved = snapshot(gens)
     assert gens.bump(['k'])  # a write, lost with the restart
     restart(gens, saved)
-    assert gens.client.get(gens.prefix + 'g:k') == saved[
+    assert gens.client.dump(gens.prefix + 'g:k') == saved[
         gens.prefix + 'g:k']  # the old token is back...
-    assert gens.read('k')[0] != old  # ...but not the old validity
+    assert gens.read('k', 't')[0] != old  # ...but not the old validity
     assert 'generations.new_instance' in gens.logger.counters
 
 
 def test_a_new_connection_to_the_same_server_changes_nothing(gens):
-    validity, _ = gens.read('k')
+    validity, _ = gens.read('k', 't')
     gens.client.connection_pool.disconnect()
-    assert gens.read('k')[0] == validity
+    assert gens.read('k', 't')[0] == validity
 
 
 def test_a_gap_in_redis_time_invalidates_everything(gens):
-    validity, _ = gens.read('k')
+    validity, _ = gens.read('k', 't')
     # nothing ran for longer than the gap: a hang, a refusal, no heartbeat
     gens.client.set(gens.alive_key, 1)
-    assert gens.read('k')[0] != validity
+    assert gens.read('k', 't')[0] != validity
 
 
 def test_heartbeats_keep_the_epoch(gens):
-    validity, _ = gens.read('k')
+    validity, _ = gens.read('k', 't')
     assert gens.heartbeat()
-    assert gens.read('k')[0] == validity
+    assert gens.read('k', 't')[0] == validity
 
 
 class Refusing(object):
@@ -102,21 +118,21 @@ def test_readers_fail_with_writers_while_redis_refuses_writes(gens, error):
     gens.clock = clock
     gens.sleep = clock.sleep
     gens.spawn = lambda repair: None
-    validity, _ = gens.read('k')
+    validity, _ = gens.read('k', 't')
     real_read, real_bump = gens._read, gens._bump
     gens._read = Refusing(error)
     gens._bump = Refusing(error)
-    assert gens.read('k') == (None, None)  # validated by a HEAD instead
+    assert gens.read('k', 't') == (None, None)  # validated by a HEAD instead
     assert gens.bump(['k']) is False and gens.dirty
     gens._read, gens._bump = real_read, real_bump
-    assert gens.read('k') == (None, None)  # holds off after a failure
+    assert gens.read('k', 't') == (None, None)  # holds off after a failure
     clock.now += gens.retry_after + 1
     # still dirty, repaired below: reads do not trust a dirty worker's
     # Redis either
-    assert gens.read('k') == (None, None)
+    assert gens.read('k', 't') == (None, None)
     gens._repair()
     assert not gens.dirty
-    assert gens.read('k')[0] not in (None, validity)
+    assert gens.read('k', 't')[0] not in (None, validity)
 
 
 def test_a_failed_bump_waits_at_most_bump_wait_and_is_repaired():
@@ -138,7 +154,7 @@ def test_a_failed_bump_waits_at_most_bump_wait_and_is_repaired():
 
 
 def test_a_repair_replaces_the_epoch_once_redis_answers(gens):
-    validity, _ = gens.read('k')
+    validity, _ = gens.read('k', 't')
     gens.dirty = True
     real_set = gens.bump_client.set
     attempts = []
@@ -152,7 +168,7 @@ def test_a_repair_replaces_the_epoch_once_redis_answers(gens):
     gens.sleep = lambda seconds: None
     gens._repair()
     assert len(attempts) == 2 and not gens.dirty
-    assert gens.read('k')[0] != validity
+    assert gens.read('k', 't')[0] != validity
 
 
 def test_a_bump_skipped_while_the_new_epoch_is_on_its_way_takes_another(
@@ -184,17 +200,18 @@ def test_unreachable_reads_cost_one_timeout_per_retry_after():
         tries.append(1)
         return real_read(**kwargs)
     gens._read = counted
-    assert gens.read('k') == (None, None)
-    assert gens.read('k') == (None, None)
+    assert gens.read('k', 't') == (None, None)
+    assert gens.read('k', 't') == (None, None)
     assert len(tries) == 1
     clock.now += 6
-    assert gens.read('k') == (None, None)
+    assert gens.read('k', 't') == (None, None)
     assert len(tries) == 2
 
 
-def test_registrations_say_which_devices_bump(gens):
+def test_registrations_say_which_devices_bump():
     clock = Clock()
-    gens.clock = clock
+    gens = Generations(REDIS_URL, Logger(), prefix='t:%s:' % uuid.uuid4().hex,
+                       clock=clock)
     writer = Generations(REDIS_URL, Logger(), prefix=gens.prefix)
     writer.names = lambda: {'127.0.0.1:6210/sdb1'}
     assert writer.heartbeat()
@@ -215,7 +232,7 @@ def test_coverage_is_not_asked_of_a_redis_that_just_failed():
     clock = Clock()
     gens = Generations(DOWN_REDIS_URL, Logger(), retry_after=5, clock=clock)
     asked = []
-    gens.client.mget = lambda keys: asked.append(keys) or 1 / 0
+    gens._coverage_script = lambda keys: asked.append(keys) or 1 / 0
     devices = lambda: {'127.0.0.1:6210/sdb1'}  # noqa: E731
     assert gens.uncovered(devices) is None
     assert gens.uncovered(devices) is None
@@ -255,3 +272,111 @@ def test_ring_devices_of_a_server_per_port_are_found_by_ip(tmp_path,
     assert QueueConf({'servers_per_port': '1', 'bind_port': '6210'}
                      ).ring_port is None
     assert QueueConf({'bind_port': '6210'}).ring_port == 6210
+
+
+# -- no write tax: only the tenants whose method reads generations ----------
+
+def object_server(prefix, clock=None):
+    """One object server process serving the one DEVICE."""
+    server = Generations(REDIS_URL, Logger(), prefix=prefix,
+                         clock=clock or Clock())
+    server.names = lambda: {DEVICE}
+    return server
+
+
+def reader_of(prefix, clock=None):
+    return Generations(REDIS_URL, Logger(), prefix=prefix,
+                       clock=clock or Clock())
+
+
+def covered(reader):
+    return reader.uncovered(lambda: {DEVICE}, period=0) == frozenset()
+
+
+def test_a_tenant_not_bumped_is_never_trusted(gens):
+    assert gens.read('k', 't')[0] is not None
+    assert gens.read('k', 'other') == (None, None)
+
+
+def test_an_object_server_bumps_only_the_published_tenants():
+    prefix = 't:%s:' % uuid.uuid4().hex
+    clock = Clock()
+    server = object_server(prefix, clock)
+    # before it knows the set: everyone's writes
+    assert server.bumps_writes_of('a') and server.bumps_writes_of('b')
+    reader_of(prefix).publish_bumped({'a'})
+    assert server.heartbeat()
+    assert server.bumps_writes_of('a')
+    assert not server.bumps_writes_of('b')
+    # its registration may have lapsed (no heartbeat got through): it
+    # cannot know whether a proxy trusts more than it bumps
+    clock.now += server.registration_ms / 1000.0
+    assert server.bumps_writes_of('b')
+
+
+def test_a_tenant_is_trusted_once_every_process_of_every_device_applies_it():
+    prefix = 't:%s:' % uuid.uuid4().hex
+    reader = reader_of(prefix)
+    first, second = object_server(prefix), object_server(prefix)
+    assert first.heartbeat() and second.heartbeat()  # the empty set
+    assert covered(reader)
+    reader.publish_bumped({'t'})
+    assert reader.read('k', 't') == (None, None)
+    assert first.heartbeat()
+    # the second process of the device still applies the old set
+    assert covered(reader)
+    assert reader.read('k', 't') == (None, None)
+    assert not second.bumps_writes_of('t')
+    assert second.heartbeat()
+    assert second.bumps_writes_of('t')
+    assert covered(reader)
+    assert reader.read('k', 't')[0] is not None
+
+
+def test_a_process_that_stopped_does_not_hold_the_barrier_forever():
+    prefix = 't:%s:' % uuid.uuid4().hex
+    reader = reader_of(prefix)
+    live, gone = object_server(prefix), object_server(prefix)
+    gone.registration_ms = 50
+    assert live.heartbeat() and gone.heartbeat()
+    reader.publish_bumped({'t'})
+    assert live.heartbeat()
+    assert covered(reader) and reader.read('k', 't') == (None, None)
+    time.sleep(0.1)  # Redis's clock: the gone process's field expired
+    assert covered(reader)
+    assert reader.read('k', 't')[0] is not None
+    # and the next heartbeat of a live process clears it away
+    assert live.heartbeat()
+    assert gone.process() not in {
+        f.decode() for f in reader.client.hkeys(reader.bumper_prefix +
+                                                DEVICE)}
+
+
+def test_a_tenant_that_leaves_is_untrusted_at_once_and_comes_back_anew():
+    prefix = 't:%s:' % uuid.uuid4().hex
+    reader = trusting(reader_of(prefix))
+    server = object_server(prefix)
+    assert server.heartbeat()
+    before, _ = reader.read('k', 't')
+    assert before is not None
+    reader.publish_bumped(set())
+    # the reader's coverage is not looked up again, and the object server
+    # still bumps the tenant: the read itself says it is out
+    assert reader.read('k', 't') == (None, None)
+    assert server.bumps_writes_of('t')
+    assert server.heartbeat() and not server.bumps_writes_of('t')
+    reader.publish_bumped({'t'})
+    assert server.heartbeat()
+    reader.heartbeat()
+    assert covered(reader)
+    again, _ = reader.read('k', 't')
+    # not written since, but what was cached in the first membership is
+    # not served in this one: writes in between were not bumped
+    assert again is not None and again != before
+
+
+def test_publishing_the_same_tenants_changes_no_version(gens):
+    version = gens.publish_bumped({'t'})
+    assert gens.publish_bumped({'t'}) == version
+    assert gens.publish_bumped({'t', 'u'}) == version + 1
+    assert gens.publish_bumped(set()) == version + 2

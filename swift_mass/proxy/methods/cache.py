@@ -261,11 +261,11 @@ class CacheMethod(base.Method):
 
     # -- what merge shares -------------------------------------------
 
-    def validity(self, key):
-        """``(validity, write_timestamp)`` of an object now, as
-        :meth:`Generations.read` tells; ``(None, None)`` without
-        generations, or while a device of the object rings has no object
-        server that bumps them."""
+    def validity(self, env, key):
+        """``(validity, write_timestamp)`` of the object ``env`` reads
+        (``key`` its :func:`object_key`) now, as :meth:`Generations.read`
+        tells; ``(None, None)`` without generations, or while a device of
+        the object rings has no object server that bumps them."""
         if self.generations is None:
             return None, None
         self.generations.start()
@@ -273,7 +273,7 @@ class CacheMethod(base.Method):
                 self.generations.uncovered(self.devices) != frozenset():
             self.logger.increment('cache.uncovered')
             return None, None
-        return self.generations.read(key)
+        return self.generations.read(key, base.object_path(env)[0])
 
     def hit(self, env, key):
         """The answer to an authorised read (:meth:`authorized`) from the
@@ -292,7 +292,7 @@ class CacheMethod(base.Method):
         ``cache_ttl_only`` when no validity was read); whether it was
         stored."""
         if validity is not None or not self.settings.ttl_only:
-            if self.validity(key)[0] != validity:
+            if self.validity(env, key)[0] != validity:
                 return False
         self._body_call(env, 'put', key, Entry(validity, headers, body))
         return True
@@ -319,7 +319,7 @@ class CacheMethod(base.Method):
         key = object_key(*base.object_path(env))
         found_under = self._uncacheable.get(key)
         if found_under is not None:
-            if self.validity(key)[0] == found_under:
+            if self.validity(env, key)[0] == found_under:
                 # Not written since (by any proxy): still uncacheable, and
                 # skipping the cache is always correct: Swift answers.
                 def miss(status, headers, exc_info=None):
@@ -375,7 +375,7 @@ class CacheMethod(base.Method):
             # the object server would answer differently: let it
             return None
         if not self.settings.ttl_only:
-            validity, _written = self.validity(key)
+            validity, _written = self.validity(env, key)
             if validity is not None:
                 if entry.validity != validity:
                     self.logger.increment('cache.stale')
@@ -435,7 +435,7 @@ class CacheMethod(base.Method):
         storing = self._plain_get(env)
         validity = written = None
         if storing and not self.settings.ttl_only:
-            validity, written = self.validity(key)
+            validity, written = self.validity(env, key)
         ctx = WSGIContext(app)
         app_iter = ctx._app_call(env)
         headers = [(k, v) for k, v in ctx._response_headers

@@ -151,7 +151,7 @@ class MergeMethod(base.Method):
         resp = self.cache.hit(env, key)
         if resp is not None:
             return resp(env, start_response)
-        validity, _written = self.cache.validity(key)
+        validity, _written = self.cache.validity(env, key)
         if validity is None:
             return self.cache.fetch(env, start_response, app, key)
         fkey = self.flight_key(env, key)
@@ -253,7 +253,7 @@ class MergeMethod(base.Method):
             written = Timestamp(timestamp).internal
         except (TypeError, ValueError):
             return
-        validity, _ = self.cache.validity(key)
+        validity, _ = self.cache.validity(head_env, key)
         if validity is None:
             return
         try:

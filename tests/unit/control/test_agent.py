@@ -228,3 +228,30 @@ def test_baseline_records_the_other_tenants_latency():
     assert entry['baseline_reference_ms'] == 50.0
     # the other tenant's own reference is the reader's latency
     assert agent.policy('other')['baseline_reference_ms'] == 10.0
+
+
+def test_the_leader_publishes_the_tenants_to_bump_at_every_tick():
+    # the object servers bump only the writes of tenants whose method
+    # reads generations; Redis may lose the set, so every tick says it
+    import uuid
+    from swift_mass.generations import Generations
+    from tests.unit.helpers import REDIS_URL
+    agent, clock, logger = make()
+    agent.generations = Generations(REDIS_URL, logger,
+                                    prefix='t:%s:' % uuid.uuid4().hex)
+    bumped = lambda: {t.decode() for t in agent.generations.client.hkeys(
+        agent.generations.bumps_key)}  # noqa: E731
+    agent.store.set_pin('AUTH_c', {'class': 'read', 'method': 'cache'})
+    agent.store.set_pin('AUTH_m', {'class': 'mixed', 'method': 'merge'})
+    agent.store.set_pin('AUTH_b', {'class': 'write', 'method': 'batch'})
+    agent.store.set_pin('AUTH_n', {'class': 'read', 'method': 'none'})
+    agent.tick()
+    assert bumped() == {'AUTH_c', 'AUTH_m'}
+    agent.generations.client.delete(agent.generations.bumps_key)
+    clock.now += 5
+    agent.tick()
+    assert bumped() == {'AUTH_c', 'AUTH_m'}
+    agent.store.delete_pin('AUTH_c')
+    clock.now += 5
+    agent.tick()
+    assert 'AUTH_c' not in bumped()

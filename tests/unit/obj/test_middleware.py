@@ -18,6 +18,7 @@ from swift_mass.conf import ConfigError, QueueConf
 from swift_mass.generations import Generations, object_key
 from swift_mass.obj import middleware as object_mw
 from tests.unit.helpers import REDIS_URL, Clock, Logger, RecordingApp
+from tests.unit.test_generations import trusting
 
 
 class CountingLogger(object):
@@ -688,7 +689,7 @@ class ObjectServer(object):
         self.during = []
 
     def __call__(self, env, start_response):
-        self.during.append(self.generations.read(OBJECT_KEY)[0])
+        self.during.append(self.generations.read(OBJECT_KEY, 'AUTH_t')[0])
         start_response('%d Whatever' % self.status, [('Content-Length', '0')])
         return [b'']
 
@@ -701,7 +702,8 @@ def bumping(status=201, **conf):
     devices = tempfile.mkdtemp()
     os.mkdir(os.path.join(devices, 'sdb1'))
     conf.update(devices=devices, mount_check='false', redis_url=REDIS_URL)
-    gens = Generations(REDIS_URL, Logger())
+    # a proxy's generations, trusting the tenant's
+    gens = trusting(Generations(REDIS_URL, Logger()), ('AUTH_t',))
     server = ObjectServer(gens, status)
     mw = object_mw.MassQueueMiddleware(server, conf, logger=CountingLogger())
     mw.generations.start = lambda names=None: None  # no heartbeat thread
@@ -718,11 +720,11 @@ def write(mw, method='PUT', headers=None):
 @pytest.mark.parametrize('slots', ['8', '0'])
 def test_a_write_bumps_before_its_answer_leaves(method, slots):
     mw, server, gens = bumping(slots_per_device=slots)
-    before = gens.read(OBJECT_KEY)[0]
+    before = gens.read(OBJECT_KEY, 'AUTH_t')[0]
     answered = {}
 
     def start_response(status, headers, exc_info=None):
-        answered['generation'] = gens.read(OBJECT_KEY)
+        answered['generation'] = gens.read(OBJECT_KEY, 'AUTH_t')
     env = Request.blank(OBJECT_PATH, method=method, headers={
         'X-Timestamp': '1700000000.00000'}).environ
     b''.join(mw(env, start_response))
@@ -741,20 +743,20 @@ def test_a_write_bumps_before_its_answer_leaves(method, slots):
 def test_what_a_write_bumps_depends_on_its_answer(method, status, bumped,
                                                   recorded):
     mw, server, gens = bumping(status)
-    before = gens.read(OBJECT_KEY)[0]
+    before = gens.read(OBJECT_KEY, 'AUTH_t')[0]
     assert write(mw, method).status_int == status
-    after, written = gens.read(OBJECT_KEY)
+    after, written = gens.read(OBJECT_KEY, 'AUTH_t')
     assert (after != before) == bumped
     assert (written is not None) == recorded
 
 
 def test_reads_and_replication_do_not_bump():
     mw, server, gens = bumping(200)
-    before = gens.read(OBJECT_KEY)[0]
+    before = gens.read(OBJECT_KEY, 'AUTH_t')[0]
     write(mw, 'GET')
     write(mw, 'HEAD')
     write(mw, 'PUT', headers={'X-Backend-Replication': 'true'})
-    assert gens.read(OBJECT_KEY)[0] == before
+    assert gens.read(OBJECT_KEY, 'AUTH_t')[0] == before
 
 
 def test_the_newest_write_stays_recorded():
@@ -762,7 +764,7 @@ def test_the_newest_write_stays_recorded():
     write(mw, headers={'X-Timestamp': '1700000002.00000'})
     # an older write's answer, late: it cannot lower what was recorded
     write(mw, headers={'X-Timestamp': '1700000001.00000'})
-    assert gens.read(OBJECT_KEY)[1] == Timestamp('1700000002.00000')
+    assert gens.read(OBJECT_KEY, 'AUTH_t')[1] == Timestamp('1700000002.00000')
 
 
 def test_without_redis_a_write_waits_at_most_bump_wait():
@@ -790,3 +792,27 @@ def test_without_redis_url_nothing_is_bumped():
                                        logger=CountingLogger())
     assert mw.generations is None
     assert any('no redis_url' in line for _, line in mw.logger.lines)
+
+
+def test_a_write_of_a_tenant_without_cache_or_merge_costs_no_redis_call():
+    mw, server, gens = bumping()
+    mw.generations.names = lambda: {'127.0.0.1:6210/sdb1'}
+    gens.publish_bumped({'AUTH_other'})
+    assert mw.generations.heartbeat()
+    calls = []
+    for client in (mw.generations.client, mw.generations.bump_client):
+        real = client.execute_command
+        client.execute_command = \
+            lambda *a, real=real, **kw: calls.append(a) or real(*a, **kw)
+    for method in ('PUT', 'POST', 'DELETE'):
+        assert write(mw, method).status_int // 100 == 2
+    assert calls == []
+    # the tenant gets cache: its writes are bumped again
+    trusting(gens, ('AUTH_other', 'AUTH_t'))
+    assert mw.generations.heartbeat()
+    assert gens.uncovered(lambda: {'127.0.0.1:6210/sdb1'}, period=0) == \
+        frozenset()
+    del calls[:]
+    before = gens.read(OBJECT_KEY, 'AUTH_t')[0]
+    write(mw)
+    assert calls and gens.read(OBJECT_KEY, 'AUTH_t')[0] != before

@@ -91,8 +91,10 @@ class Swift(object):
 
     def bump(self, req):
         """What the object servers' mass_queue does once they wrote."""
-        if self.generations is not None:
-            self.generations.bump([object_key(*base.object_path(req.environ))],
+        path = base.object_path(req.environ)
+        if self.generations is not None and \
+                self.generations.bumps_writes_of(path[0]):
+            self.generations.bump([object_key(*path)],
                                   req.headers.get('X-Timestamp'))
 
     def PUT(self, req):
@@ -200,6 +202,9 @@ def make(prefix, swift=None, conf=None, store_url=REDIS_URL, pin='cache'):
         if store_url == REDIS_URL:
             store.set_pin('AUTH_t', {'class': 'read', 'method': pin})
             mass.agent.tick()
+            if swift.generations is not None:
+                # the object servers apply the tenants the leader published
+                swift.generations.heartbeat()
         else:
             mass.agent.table = {'AUTH_t': {
                 'class': 'read', 'method': pin, 'ring': ''}}

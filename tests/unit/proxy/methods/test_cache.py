@@ -122,7 +122,7 @@ def test_a_write_costs_the_proxy_no_redis_call(prefix):
     mass, _, _ = make(prefix, swift)
     gens = mass.methods.cache.generations
     key = object_key('AUTH_t', 'c', 'o')
-    before = gens.read(key)[0]
+    before = mass.methods.cache.validity(read_env(), key)[0]
 
     def forbidden(**kwargs):
         raise AssertionError('the proxy called Redis for a write')
@@ -130,9 +130,34 @@ def test_a_write_costs_the_proxy_no_redis_call(prefix):
     gens._read = gens._bump = forbidden
     put(mass, b'new')
     gens._read, gens._bump = real
-    after, written = gens.read(key)
+    after, written = mass.methods.cache.validity(read_env(), key)
     assert after != before
     assert written == Timestamp(swift.objects[PATH]['ts'])
+
+
+def test_a_tenant_is_trusted_only_once_the_object_servers_bump_it(prefix):
+    # no write tax: object servers bump only the tenants the leader
+    # published, so a proxy must not trust a tenant's generations before
+    # every object server applies the set it entered in; meanwhile each
+    # hit is validated against the backend
+    swift = Swift()
+    mass, _, logger = make(prefix, swift, pin=None)
+    mass.store.set_pin('AUTH_t', {'class': 'read', 'method': 'cache'})
+    mass.agent.tick()  # published, but not yet applied by the servers
+    put(mass, b'old')
+    assert call(mass).body == b'old'
+    assert call(mass).body == b'old'
+    assert logger.counters.count('cache.validated') == 1
+    put(mass, b'new')  # not bumped
+    assert call(mass).body == b'new'
+    swift.generations.heartbeat()  # the object servers apply the set
+    mass.methods.cache.generations._coverage = (0.0, None, None)
+    validated = logger.counters.count('cache.validated')
+    first, second = cached(mass, swift)
+    assert first.body == second.body == b'new'
+    assert logger.counters.count('cache.validated') == validated
+    put(mass, b'newer')  # bumped now
+    assert call(mass).body == b'newer'
 
 
 def test_writes_that_pass_no_mass_proxy_are_seen(prefix):
@@ -261,15 +286,15 @@ def test_validity_changes_with_every_write_and_is_unknown_without(prefix):
     mass, swift, _ = make(prefix)
     method = mass.methods.cache
     key = object_key('AUTH_t', 'c', 'o')
-    before, _ = method.validity(key)
-    assert before is not None and method.validity(key)[0] == before
+    before, _ = method.validity(read_env(), key)
+    assert before is not None and method.validity(read_env(), key)[0] == before
     put(mass)
-    after, written = method.validity(key)
+    after, written = method.validity(read_env(), key)
     assert after != before
     assert written == Timestamp(swift.objects[PATH]['ts'])
     local = cache.CacheMethod.from_conf(Swift(), MassConf({}), Logger(),
                                         LocalStore())
-    assert local.validity(key) == (None, None)
+    assert local.validity(read_env(), key) == (None, None)
 
 
 def test_fill_stores_only_what_no_write_overtook(prefix):
@@ -277,13 +302,13 @@ def test_fill_stores_only_what_no_write_overtook(prefix):
     method = mass.methods.cache
     key = object_key('AUTH_t', 'c', 'o')
     put(mass, b'old')
-    validity, _ = method.validity(key)
+    validity, _ = method.validity(read_env(), key)
     put(mass, b'new')  # lands while b'old' was on its way
     assert method.fill(read_env(), key, validity, [], b'old') is False
     assert method.hit(read_env(), key) is None
     headers = list(swift.headers_of(swift.objects[PATH]).items())
     headers.append(('ETag', md5(b'new', usedforsecurity=False).hexdigest()))
-    assert method.fill(read_env(), key, method.validity(key)[0], headers,
+    assert method.fill(read_env(), key, method.validity(read_env(), key)[0], headers,
                        b'new') is True
     resp = method.hit(read_env(), key)
     assert (resp.body, resp.headers['X-Mass-Cache']) == (b'new', 'hit')
@@ -776,9 +801,9 @@ def test_concurrent_reads_of_a_rewritten_uncacheable_object(prefix):
     key = next(iter(method._uncacheable))
     real = method.validity
 
-    def slow_validity(k):
+    def slow_validity(env, k):
         eventlet.sleep(0)  # both readers wait here, as for Redis
-        return real(k)
+        return real(env, k)
     method.validity = slow_validity
     method._uncacheable[key] = 'a generation from before a write'
     readers = [eventlet.spawn(call, mass) for _ in range(2)]
