@@ -14,7 +14,11 @@ A run of a mode: each tenant gets a fresh container, created in that mode
 objects; then all tenants' clients run at once, one process per tenant
 with one thread and connection per client, for a warm-up that is not
 measured and the measured time.  Per tenant: operations/s, MB/s, mean,
-p50 and p99 latency, errors (5xx and failed connections).
+p50 and p99 latency, errors (5xx and failed connections), and the cache's
+hit ratio (GETs answered with ``X-Mass-Cache: hit`` among successful GETs).
+Per run, where the time went (``mass_bench.resources``): the CPU busy and
+waiting for I/O, and on the SAIO's hetero profile each device class's
+IOPS, utilisation and share of its throttle's limit.
 
 Machines like these differ by 5-10 % between identical runs, so the modes
 alternate in ABBA order (default, static, mass, then mass, static, default,
@@ -50,7 +54,7 @@ import urllib.parse
 
 from swiftclient.client import get_auth
 
-from mass_bench import workloads
+from mass_bench import resources, workloads
 from swift_mass.control.store import shared_store
 
 MODES = ('default', 'static', 'mass')
@@ -132,10 +136,51 @@ class Connection(object):
 
 # ------------------------------------------------------------- the clients
 
-def client(tenant, workload, container, names, seed, start, stop_at, out):
+class ObjectSet(object):
+    """The names of the objects clients read, overwrite and delete, in
+    popularity order (for Zipf: the first is rank 1); clients of one
+    tenant may share one set."""
+
+    def __init__(self, names):
+        self.names = list(names)
+        self.lock = threading.Lock()
+
+    def __len__(self):
+        return len(self.names)
+
+    def draw(self, chooser):
+        """A name picked by the chooser's popularity; None when empty."""
+        with self.lock:
+            if not self.names:
+                return None
+            return self.names[chooser.index(len(self.names))]
+
+    def add(self, name):
+        with self.lock:
+            self.names.append(name)
+
+    def discard(self, name):
+        with self.lock:
+            if name in self.names:
+                self.names.remove(name)
+
+
+def client_sets(workload, names):
+    """Each client's ObjectSet: with uniform popularity its own slice of
+    the names (as before popularity existed), with Zipf one set for all,
+    so that every client finds the same objects hot."""
+    if workload.zipf is None:
+        return [ObjectSet(names[i::workload.concurrency])
+                for i in range(workload.concurrency)]
+    return [ObjectSet(names)] * workload.concurrency
+
+
+def client(tenant, workload, container, objects, seed, start, stop_at, out):
     """One client: operations as the workload draws them, until stop_at
-    (or its share of workload.operations); appends (offset from start,
-    operation, latency s, status, bytes) to out."""
+    (or workload.operations of them); appends (offset from start,
+    operation, latency s, status, bytes, X-Mass-Cache of a GET or '') to
+    out.  PUTs create new objects (added to ``objects``) or, with
+    workload.overwrite, rewrite one of ``objects``."""
     chooser = workloads.Chooser(workload, seed)
     conn = Connection(tenant.url)
     headers = {'X-Auth-Token': tenant.token}
@@ -144,27 +189,35 @@ def client(tenant, workload, container, names, seed, start, stop_at, out):
     limit = workload.operations
     done = 0
     while time.time() < stop_at and not (limit and done >= limit):
-        op = chooser.operation(have_objects=bool(names))
+        op = chooser.operation(have_objects=bool(objects))
+        name = None
+        if op != 'PUT' or workload.overwrite:
+            name = objects.draw(chooser)
+            if name is None:
+                op = 'PUT'  # another client deleted the last one
+        new = name is None
         if op == 'PUT':
             size = chooser.size()
             body = body_cache.get(size)
             if body is None:
                 body = body_cache[size] = os.urandom(size)
-            name = 'c%d-%d' % (seed, made)
-            made += 1
+            if new:
+                name = 'c%d-%d' % (seed, made)
+                made += 1
         else:
-            name = names[chooser.rng.randrange(len(names))]
             body, size = None, 0
         path = '/%s/%s' % (container, name)
         began = time.time()
-        status, _, length = conn.request(op, path, headers, body)
+        status, answer, length = conn.request(op, path, headers, body)
         latency = time.time() - began
-        if op == 'PUT' and status // 100 == 2:
-            names.append(name)
+        if op == 'PUT' and new and status // 100 == 2:
+            objects.add(name)
         elif op == 'DELETE' and status // 100 == 2:
-            names.remove(name)
+            objects.discard(name)
         out.append((began - start, op, latency, status,
-                    size if op == 'PUT' else length))
+                    size if op == 'PUT' else length,
+                    answer.get('x-mass-cache', '').lower()
+                    if op == 'GET' else ''))
         done += 1
 
 
@@ -172,11 +225,10 @@ def tenant_process(tenant, workload, container, names, start, stop_at,
                    results, index):
     """All of one tenant's clients, in their own process so that clients
     of different tenants do not share one interpreter lock."""
-    per_client = [names[i::workload.concurrency]
-                  for i in range(workload.concurrency)]
+    sets = client_sets(workload, names)
     outs = [[] for _ in range(workload.concurrency)]
     threads = [threading.Thread(target=client, args=(
-        tenant, workload, container, per_client[i], index * 1000 + i,
+        tenant, workload, container, sets[i], index * 1000 + i,
         start, stop_at, outs[i])) for i in range(workload.concurrency)]
     for thread in threads:
         thread.start()
@@ -205,6 +257,8 @@ def summarise(rows, warmup, seconds):
     latencies = sorted(r[2] * 1000.0 for r in ok)
     moved = sum(r[4] for r in ok)
     by_op = collections.Counter(r[1] for r in measured)
+    gets = [r for r in ok if r[1] == 'GET' and r[3] // 100 == 2]
+    hits = sum(1 for r in gets if r[5] == 'hit')
     return {
         'operations': len(measured),
         'errors': len(measured) - len(ok),
@@ -215,6 +269,9 @@ def summarise(rows, warmup, seconds):
         'p50_ms': percentile(latencies, 0.5),
         'p99_ms': percentile(latencies, 0.99),
         'statuses': dict(collections.Counter(str(r[3]) for r in measured)),
+        'gets': len(gets),
+        'hits': hits,
+        'hit_ratio': hits / len(gets) if gets else None,
     }
 
 
@@ -223,7 +280,7 @@ def timeline(rows, seconds):
     their mean latency (ms)."""
     ops = [0] * int(seconds)
     lat = [0.0] * int(seconds)
-    for offset, _op, latency, status, _ in rows:
+    for offset, _op, latency, status, *_ in rows:
         second = int(offset + latency)
         if 0 <= second < len(ops) and status < 500:
             ops[second] += 1
@@ -254,7 +311,7 @@ def ratio_summary(ratios, control=None):
 class Bench(object):
 
     def __init__(self, tenants, auth_url, saio=None, conf=PROXY_CONF,
-                 progress=print, settle=None):
+                 progress=print, settle=None, sampler=None):
         self.tenants = tenants
         self.auth_url = auth_url
         self.saio = saio
@@ -266,6 +323,9 @@ class Bench(object):
         self.pinned = set()
         self.run_number = 0
         self.pipeline = None  # 'with' or 'without' once switched
+        # where the time went: the CPU, and the hetero profile's devices
+        self.sampler = sampler or resources.Sampler(
+            devices=lambda: resources.saio_devices(self.saio))
 
     # ---- modes
 
@@ -337,7 +397,8 @@ class Bench(object):
         if status // 100 != 2:
             raise RuntimeError('cannot create %s for %s: %d' % (
                 container, tenant.label, status))
-        if workload.share('GET', 'HEAD', 'DELETE') == 0:
+        if workload.share('GET', 'HEAD', 'DELETE') == 0 and not (
+                workload.overwrite and workload.share('PUT')):
             return []
         chooser = workloads.Chooser(workload, seed=0)
         names = ['seed-%05d' % i for i in range(workload.objects)]
@@ -384,13 +445,22 @@ class Bench(object):
         for proc in procs:
             proc.start()
         classes = []
-        while time.time() < stop_at:
-            time.sleep(1.0)
+        before = None
+        while True:
+            now = time.time()
+            if before is None and now >= start + warmup:
+                before = self.sampler.snapshot()
+            if now >= stop_at:
+                break
+            # wake at the start of the measured time, to sample it
+            time.sleep(max(0.0, min(1.0, stop_at - now, (
+                start + warmup - now) if before is None else 1.0)))
             classes.append((round(time.time() - start - warmup, 1),
                             self.classes()))
             self.progress('  %s: %3.0f s of %.0f' % (
                 label, min(seconds, max(0, time.time() - start - warmup)),
                 seconds), end='\r')
+        where = resources.between(before, self.sampler.snapshot())
         self.progress(' ' * 40, end='\r')
         collected = dict(results.get(timeout=120 + seconds)
                          for _ in procs)
@@ -407,7 +477,7 @@ class Bench(object):
             figures['concurrency'] = workload.concurrency
             out[tenant.label] = figures
         return {'label': label, 'mode': self.mode, 'seconds': seconds,
-                'tenants': out, 'classes': classes}
+                'tenants': out, 'classes': classes, 'resources': where}
 
     # ---- comparisons
 
@@ -439,7 +509,8 @@ class Bench(object):
                 runs.append(result)
                 self.progress(format_run(result))
         self.unpin()
-        return {'runs': runs, 'summary': summary(runs, modes)}
+        return {'runs': runs, 'summary': summary(runs, modes),
+                'resources': resource_summary(runs, modes)}
 
     def staged(self, stages, modes):
         runs = []
@@ -463,12 +534,16 @@ def overall(tenants):
     ops = sum(f['ops_per_s'] for f in tenants.values())
     weighted = [(f['mean_ms'], f['ops_per_s']) for f in tenants.values()
                 if f['mean_ms'] is not None]
+    gets = sum(f['gets'] for f in tenants.values())
+    hits = sum(f['hits'] for f in tenants.values())
     return {'ops_per_s': ops,
             'mb_per_s': sum(f['mb_per_s'] for f in tenants.values()),
             'mean_ms': sum(m * n for m, n in weighted) / ops if ops
             else None,
             'p50_ms': None, 'p99_ms': None,
-            'errors': sum(f['errors'] for f in tenants.values())}
+            'errors': sum(f['errors'] for f in tenants.values()),
+            'gets': gets, 'hits': hits,
+            'hit_ratio': hits / gets if gets else None}
 
 
 def summary(runs, modes):
@@ -494,7 +569,7 @@ def summary(runs, modes):
                 continue
             entry = {}
             for name in ('ops_per_s', 'mb_per_s', 'mean_ms', 'p50_ms',
-                         'p99_ms'):
+                         'p99_ms', 'hit_ratio'):
                 values = [f[name] for f in figs if f[name] is not None]
                 entry[name] = statistics.median(values) if values else None
             entry['errors'] = sum(f['errors'] for f in figs)
@@ -506,6 +581,20 @@ def summary(runs, modes):
                     [_ratio(c, mode, 'mean_ms') for c in cycles],
                     [_ratio(c, 'control', 'mean_ms') for c in cycles])
             out[label][mode] = entry
+    return out
+
+
+def resource_summary(runs, modes):
+    """Per mode (and 'control'): the median over its runs of where the
+    time went."""
+    out = {}
+    for mode in list(modes) + ['control']:
+        picked = [r.get('resources') for r in runs
+                  if (r['control'] if mode == 'control'
+                      else r['mode'] == mode and not r['control'])]
+        value = resources.median_tree(picked)
+        if value is not None:
+            out[mode] = value
     return out
 
 
@@ -525,13 +614,21 @@ def _ms(value):
     return '%.1f' % value if value is not None else '-'
 
 
+def _hit(value):
+    return '%.1f' % (100.0 * value) if value is not None else ''
+
+
 def format_run(run):
     lines = []
     for label, f in sorted(run['tenants'].items()):
+        hits = f.get('hit_ratio')
         lines.append('    %-10s %-18s %8.1f ops/s %7.2f MB/s mean %7s ms '
-                     'p99 %7s ms errors %d' % (
+                     'p99 %7s ms errors %d%s' % (
                          label, f['workload'], f['ops_per_s'], f['mb_per_s'],
-                         _ms(f['mean_ms']), _ms(f['p99_ms']), f['errors']))
+                         _ms(f['mean_ms']), _ms(f['p99_ms']), f['errors'],
+                         '' if hits is None else ' hits %s %%' % _hit(hits)))
+    if 'resources' in run:
+        lines.append(resources.format_line(run['resources']))
     return '\n'.join(lines)
 
 
@@ -545,20 +642,25 @@ def _fmt_ratio(r):
 
 
 def format_summary(result):
-    lines = ['%-10s %-8s %9s %8s %9s %9s %9s %6s  %-24s %-24s' % (
+    lines = ['%-10s %-8s %9s %8s %9s %9s %9s %6s %6s  %-24s %-24s' % (
         'tenant', 'mode', 'ops/s', 'MB/s', 'mean ms', 'p50 ms', 'p99 ms',
-        'errors', 'ops/s vs default', 'mean latency vs default')]
+        'errors', 'hit %', 'ops/s vs default', 'mean latency vs default')]
     for label, modes in sorted(result['summary'].items()):
         for mode, e in modes.items():
-            lines.append('%-10s %-8s %9.1f %8.2f %9s %9s %9s %6d  %-24s '
+            lines.append('%-10s %-8s %9.1f %8.2f %9s %9s %9s %6d %6s  %-24s '
                          '%-24s' % (
                              label, 'default*' if mode == 'control' else mode,
                              e['ops_per_s'], e['mb_per_s'], _ms(e['mean_ms']),
                              _ms(e['p50_ms']), _ms(e['p99_ms']), e['errors'],
+                             _hit(e.get('hit_ratio')),
                              _fmt_ratio(e.get('throughput_ratio')),
                              _fmt_ratio(e.get('latency_ratio'))))
     lines.append('ratios: median over cycles (min-max); "~": inside the '
-                 'A/A spread (default* against default), no difference')
+                 'A/A spread (default* against default), no difference; '
+                 'hit %: GETs answered from the cache (X-Mass-Cache: hit) '
+                 'among successful GETs')
+    if result.get('resources'):
+        lines += ['', resources.format_table(result['resources'])]
     return '\n'.join(lines)
 
 
@@ -617,7 +719,11 @@ def add_arguments(parser):
         help='a tenant and its workload: a preset (%s) and/or fields '
         'get=,head=,put=,delete= (shares), size=N|MIN-MAX, objects=, '
         'concurrency=, seconds=, operations=, warmup=, policy= (the '
-        'containers\' storage policy); repeatable '
+        'containers\' storage policy), popularity=uniform|zipf:S (the '
+        'objects reads, deletes and overwrites pick: uniform over each '
+        'client\'s share of the set, or by Zipf rank over the whole set), '
+        'overwrite=0|1 (PUTs rewrite objects of the set instead of creating '
+        'new ones); repeatable '
         '(default: %s)' % (', '.join(sorted(workloads.PRESETS)),
                            ' '.join(DEFAULT_TENANTS)))
     parser.add_argument('--modes', default=','.join(MODES),
@@ -708,7 +814,8 @@ def main(argv=None):
 def _workload_dict(w):
     d = {k: getattr(w, k) for k in ('name', 'size_min', 'size_max',
                                     'objects', 'concurrency', 'seconds',
-                                    'operations', 'warmup', 'policy')}
+                                    'operations', 'warmup', 'policy',
+                                    'popularity', 'overwrite')}
     d['mix'] = dict(w.mix)
     d['intended_class'] = w.intended_class
     return d

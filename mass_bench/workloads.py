@@ -4,7 +4,13 @@ A workload is defined as COSBench and ssbench define one: an operation mix
 (GET, HEAD, PUT, DELETE shares), an object size (fixed or a range drawn
 uniformly), the number of objects a run starts with, the number of
 concurrent clients, and how long it runs (or how many operations) after a
-warm-up.  Plain Python, no I/O: ``mass_bench.bench`` drives the cluster.
+warm-up.  Which object a read, delete or overwrite picks follows the
+workload's popularity: uniform (each client over its own slice of the set)
+or Zipf (every client over the whole set, rank k drawn with probability
+proportional to 1/k^S, so the hot objects are the same for all clients, as
+a cache sees them).  PUTs write new objects, or with ``overwrite`` rewrite
+objects of the set.  Plain Python, no I/O: ``mass_bench.bench`` drives the
+cluster.
 
 The presets are the workloads of the papers behind Mass:
 
@@ -18,7 +24,9 @@ The presets are the workloads of the papers behind Mass:
   server 95/5 8-64 KB, decision support 100/0 1 MB, online game hosting
   5/95 64 KB).
 """
+import bisect
 import dataclasses
+import math
 import random
 
 from swift_mass.control import classify
@@ -43,6 +51,12 @@ class Workload:
     # X-Storage-Policy of its containers ('': Mass's routing, or the
     # default policy, decides)
     policy: str = ''
+    # which objects reads, deletes and overwrites pick: 'uniform' or
+    # 'zipf:S' (see popularity_exponent)
+    popularity: str = 'uniform'
+    # PUTs rewrite objects of the set (picked by popularity) instead of
+    # creating new ones
+    overwrite: bool = False
 
     def share(self, *operations):
         return sum(s for op, s in self.mix if op in operations)
@@ -55,8 +69,31 @@ class Workload:
         writes = self.share('PUT', 'DELETE')
         return classify.classify(reads * 1000, writes * 1000)
 
+    @property
+    def zipf(self):
+        """Zipf's exponent S, or None for uniform popularity."""
+        return popularity_exponent(self.popularity)
+
     def with_options(self, **options):
         return check(dataclasses.replace(self, **options))
+
+
+POPULARITY_FORMS = 'uniform, or zipf:S with a number S > 0 (e.g. zipf:0.99)'
+
+
+def popularity_exponent(text):
+    """None for 'uniform', S for 'zipf:S'; ValueError for anything else."""
+    kind, sep, exponent = text.strip().lower().partition(':')
+    if kind == 'uniform' and not sep:
+        return None
+    try:
+        value = float(exponent) if kind == 'zipf' and sep else None
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise ValueError('popularity: %r is not valid; allowed: %s' % (
+            text, POPULARITY_FORMS))
+    return value
 
 
 def check(workload):
@@ -73,6 +110,9 @@ def check(workload):
         raise ValueError('size: must be > 0, and min <= max')
     if w.objects < 1 and w.share('GET', 'HEAD', 'DELETE') > 0:
         raise ValueError('objects: reads and deletes need at least 1')
+    if w.objects < 1 and w.overwrite and w.share('PUT') > 0:
+        raise ValueError('objects: overwrites need at least 1')
+    popularity_exponent(w.popularity)
     if w.concurrency < 1:
         raise ValueError('concurrency: at least 1')
     if w.seconds <= 0 and w.operations <= 0:
@@ -120,8 +160,31 @@ PRESETS = {w.name: w for w in (
             description='slides: online game hosting, 5/95, 64 KB'),
 )}
 
-_FIELDS = {'objects': int, 'concurrency': int, 'seconds': float,
-           'operations': int, 'warmup': float, 'policy': str}
+
+def _flag(key, value):
+    if value.strip() not in ('0', '1'):
+        raise ValueError('%s: %r is not valid; allowed: 0 or 1' % (key,
+                                                                   value))
+    return value.strip() == '1'
+
+
+def _text(_key, value):
+    return value
+
+
+def _number(kind):
+    def convert(key, value):
+        try:
+            return kind(value)
+        except ValueError:
+            raise ValueError('%s: %r is not a number' % (key, value))
+    return convert
+
+
+_FIELDS = {'objects': _number(int), 'concurrency': _number(int),
+           'seconds': _number(float), 'operations': _number(int),
+           'warmup': _number(float), 'policy': _text, 'popularity': _text,
+           'overwrite': _flag}
 
 
 def parse_size(text):
@@ -144,7 +207,8 @@ def parse(spec, name=None):
     """A workload from ``PRESET[,field=value...]`` or from fields alone:
     ``get=0.7,put=0.3,size=8k,objects=100,concurrency=4,seconds=30``.
     ``size`` is one size or ``MIN-MAX``; mix fields are get, head, put,
-    delete (shares; when any is given, all unnamed ones are 0)."""
+    delete (shares; when any is given, all unnamed ones are 0);
+    ``popularity`` is uniform or zipf:S, ``overwrite`` 0 or 1."""
     parts = [p.strip() for p in spec.split(',') if p.strip()]
     base = None
     if parts and '=' not in parts[0]:
@@ -165,10 +229,7 @@ def parse(spec, name=None):
             options['size_min'] = parse_size(low)
             options['size_max'] = parse_size(high or low)
         elif key in _FIELDS:
-            try:
-                options[key] = _FIELDS[key](value)
-            except ValueError:
-                raise ValueError('%s: %r is not a number' % (key, value))
+            options[key] = _FIELDS[key](key, value)
         else:
             raise ValueError('unknown field %r; fields: get, head, put, '
                              'delete, size, %s' % (key, ', '.join(_FIELDS)))
@@ -197,14 +258,38 @@ def scaled(workload, scale):
 
 
 class Chooser(object):
-    """Draws a client's next operation and object size; seeded, so a
-    run can be repeated operation for operation."""
+    """Draws a client's next operation, object and object size; seeded,
+    so a run can be repeated operation for operation."""
 
     def __init__(self, workload, seed=None):
         self.workload = workload
         self.rng = random.Random(seed)
         self._ops = [op for op, _ in workload.mix]
         self._weights = [share for _, share in workload.mix]
+        self._zipf = workload.zipf
+        # with Zipf: _cumulative[k - 1] is the sum of 1/j^S for j <= k
+        self._cumulative = []
+        if self._zipf is not None:
+            self._rank_weights(workload.objects)
+
+    def _rank_weights(self, n):
+        cumulative = self._cumulative
+        while len(cumulative) < n:
+            rank = len(cumulative) + 1
+            cumulative.append((cumulative[-1] if cumulative else 0.0) +
+                              rank ** -self._zipf)
+
+    def index(self, n):
+        """The position of the next object to read, delete or overwrite
+        in a set of n (n >= 1): uniform, or with Zipf position k - 1 with
+        probability proportional to 1/k^S (position 0 the most popular;
+        objects added to the set later rank after the seeded ones)."""
+        if self._zipf is None:
+            return self.rng.randrange(n)
+        self._rank_weights(n)
+        return bisect.bisect_right(
+            self._cumulative, self.rng.random() * self._cumulative[n - 1],
+            0, n - 1)
 
     def operation(self, have_objects=True):
         op = self.rng.choices(self._ops, self._weights)[0]

@@ -41,6 +41,8 @@ def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):
             assert figures['operations'] > 0
             assert figures['errors'] == 0, figures['statuses']
             assert len(figures['timeline']['ops']) == 2
+        # where the time went: the CPU always, devices on hetero only
+        assert run['resources']['cpu']['busy_pct'] >= 0
     photos = result['runs'][0]['tenants']['photos']
     assert set(photos['by_operation']) == {'GET'}
     assert result['runs'][0]['tenants']['backup']['by_operation'].keys() \
@@ -52,6 +54,8 @@ def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):
     assert summary['mass']['throughput_ratio']['cycles']
     # the table and the plots
     assert 'ops/s vs default' in stdout
+    assert 'hit %' in stdout and 'where the time went' in stdout
+    assert 0 <= summary['mass']['hit_ratio'] <= 1
     for name in ('throughput.png', 'latency.png'):
         with open(os.path.join(str(tmp_path), name), 'rb') as fp:
             assert fp.read(8) == b'\x89PNG\r\n\x1a\n'

@@ -70,6 +70,13 @@ def test_parse_a_custom_workload():
     ('A,seconds=0', 'seconds or operations'),
     ('A,warmup=-1', 'warmup'),
     ('fly=1,size=1k', "unknown field 'fly'"),
+    ('A,popularity=zipf', "popularity: 'zipf' is not valid; allowed: "
+     "uniform, or zipf:S"),
+    ('A,popularity=zipf:-1', "popularity: 'zipf:-1' is not valid"),
+    ('A,popularity=zipf:0', "popularity: 'zipf:0' is not valid"),
+    ('A,popularity=pareto', "popularity: 'pareto' is not valid"),
+    ('B,overwrite=yes', "overwrite: 'yes' is not valid; allowed: 0 or 1"),
+    ('C,objects=0,overwrite=1', 'objects: overwrites need at least 1'),
 ])
 def test_bad_workloads_are_refused(spec, message):
     with pytest.raises(ValueError) as err:
@@ -87,6 +94,60 @@ def test_chooser_follows_the_mix_and_is_repeatable():
     assert [(a.operation(), a.size()) for _ in range(100)] == \
         [(b.operation(), b.size()) for _ in range(100)]
     assert all(1024 <= a.size() <= 4096 for _ in range(1000))
+
+
+@pytest.mark.parametrize('spec, popularity, zipf, overwrite', [
+    ('A', 'uniform', None, False),
+    ('A,popularity=uniform', 'uniform', None, False),
+    ('A,popularity=zipf:0.99', 'zipf:0.99', 0.99, False),
+    ('A,popularity=Zipf:1.2', 'Zipf:1.2', 1.2, False),
+    ('B,overwrite=1', 'uniform', None, True),
+    ('B,overwrite=0,popularity=zipf:1', 'zipf:1', 1.0, False),
+])
+def test_parse_popularity_and_overwrite(spec, popularity, zipf, overwrite):
+    w = workloads.parse(spec)
+    assert (w.popularity, w.zipf, w.overwrite) == (popularity, zipf,
+                                                   overwrite)
+
+
+def zipf_shares(n, s):
+    weights = [k ** -s for k in range(1, n + 1)]
+    return [w / sum(weights) for w in weights]
+
+
+def test_zipf_draws_ranks_by_popularity():
+    w = workloads.parse('A,objects=200,popularity=zipf:0.99')
+    chooser = workloads.Chooser(w, seed=11)
+    draws = 20000
+    counts = collections.Counter(chooser.index(200) for _ in range(draws))
+    assert set(counts) <= set(range(200))
+    shares = zipf_shares(200, 0.99)
+    for rank in (1, 2, 10):
+        p = shares[rank - 1]
+        # within four standard deviations of the binomial count
+        tolerance = 4 * (draws * p * (1 - p)) ** 0.5
+        assert abs(counts[rank - 1] - draws * p) < tolerance, rank
+    assert counts[0] > 20 * max(counts[199], 1)
+    assert counts[0] > counts[1] > counts[9] > counts[99]
+
+
+def test_zipf_over_a_set_that_grew_or_shrank():
+    w = workloads.parse('get=0.5,put=0.5,size=1k,objects=3,'
+                        'popularity=zipf:1')
+    chooser = workloads.Chooser(w, seed=2)
+    assert {chooser.index(1) for _ in range(100)} == {0}
+    grown = collections.Counter(chooser.index(6) for _ in range(6000))
+    assert set(grown) == set(range(6))
+    assert grown[0] / 6000.0 == pytest.approx(zipf_shares(6, 1)[0],
+                                              abs=0.03)
+
+
+def test_uniform_draws_as_before_popularity_existed():
+    # a client drew its operation, then names[rng.randrange(len(names))]
+    w = workloads.parse('get=0.7,put=0.3,size=1k-4k')
+    new, old = workloads.Chooser(w, seed=5), workloads.Chooser(w, seed=5)
+    assert [(new.operation(), new.index(40)) for _ in range(500)] == \
+        [(old.operation(), old.rng.randrange(40)) for _ in range(500)]
 
 
 def test_nothing_to_read_means_a_put():
@@ -108,8 +169,9 @@ def test_tenant_spec():
             bench.Tenant.parse(bad)
 
 
-def rows(n, latency, status=200, start=0.0, size=100, op='GET'):
-    return [(start + i * 0.1, op, latency, status, size) for i in range(n)]
+def rows(n, latency, status=200, start=0.0, size=100, op='GET', cache=''):
+    return [(start + i * 0.1, op, latency, status, size, cache)
+            for i in range(n)]
 
 
 def test_summarise_counts_only_measured_successes():
@@ -156,6 +218,7 @@ def test_ratio_inside_the_control_spread_is_no_difference():
 def fake_run(mode, cycle, control, ops, mean):
     figures = {'ops_per_s': ops, 'mb_per_s': ops / 10.0, 'mean_ms': mean,
                'p50_ms': mean, 'p99_ms': 2 * mean, 'errors': 0,
+               'gets': 0, 'hits': 0, 'hit_ratio': None,
                'workload': 'A', 'concurrency': 1,
                'timeline': {'ops': [ops] * 3, 'mean_ms': [mean] * 3}}
     return {'mode': mode, 'cycle': cycle, 'control': control,

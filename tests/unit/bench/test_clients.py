@@ -1,0 +1,239 @@
+"""The benchmark's clients against a fake proxy: which objects they pick
+(uniform slices, a shared Zipf ranking, overwrites), the cache hits they
+count, and a whole run with its CPU and device samples."""
+import collections
+import time
+
+import pytest
+
+from mass_bench import bench, resources, workloads
+
+NAMES = ['seed-%05d' % i for i in range(200)]
+
+
+class FakeConnection(object):
+    """Answers as a proxy would: 201 to PUTs, 204 to DELETEs, 200 to
+    GETs (X-Mass-Cache: hit for the names in ``hot``, miss otherwise) and
+    404 to a GET of ``missing``."""
+    hot = set()
+    missing = set()
+
+    def __init__(self, url, timeout=60):
+        pass
+
+    def request(self, method, path, headers, body=None):
+        name = path.rsplit('/', 1)[1]
+        FakeConnection.log.append((method, name))
+        if method == 'PUT':
+            return 201, {}, 0
+        if method == 'DELETE':
+            return 204, {}, 0
+        if name in self.missing:
+            return 404, {}, 0
+        cache = 'hit' if name in self.hot else 'miss'
+        return 200, {'x-mass-cache': cache}, 10
+
+
+@pytest.fixture
+def fake_proxy(monkeypatch):
+    FakeConnection.log = []
+    FakeConnection.hot = set()
+    FakeConnection.missing = set()
+    monkeypatch.setattr(bench, 'Connection', FakeConnection)
+    return FakeConnection
+
+
+class Tenant(object):
+    label, url, token = 'photos', 'http://p/v1/AUTH_photos', 'tk'
+
+
+def run_client(workload, objects, seed=1, operations=2000):
+    out = []
+    bench.client(Tenant(), workload.with_options(operations=operations),
+                 'cont', objects, seed, time.time(), time.time() + 60, out)
+    return out
+
+
+def test_uniform_clients_keep_to_their_own_slices():
+    w = workloads.parse('A,objects=200,concurrency=8')
+    sets = bench.client_sets(w, NAMES)
+    assert [s.names for s in sets] == [NAMES[i::8] for i in range(8)]
+    assert len({id(s) for s in sets}) == 8
+
+
+def test_zipf_clients_share_the_whole_set_and_its_ranking(fake_proxy):
+    w = workloads.parse('A,objects=200,concurrency=4,popularity=zipf:0.99')
+    sets = bench.client_sets(w, NAMES)
+    assert all(s is sets[0] for s in sets) and sets[0].names == NAMES
+    for seed in range(4):
+        fake_proxy.log = []
+        run_client(w, sets[seed], seed=seed)
+        counts = collections.Counter(name for _, name in fake_proxy.log)
+        # every client finds the same objects hot
+        assert [n for n, _ in counts.most_common(2)] == NAMES[:2]
+        assert counts[NAMES[0]] > 5 * counts[NAMES[20]]
+
+
+def test_puts_create_new_objects_without_overwrite(fake_proxy):
+    w = workloads.parse('get=0.5,put=0.5,size=1k,objects=20')
+    objects = bench.ObjectSet(NAMES[:20])
+    run_client(w, objects, seed=7, operations=200)
+    puts = [name for op, name in fake_proxy.log if op == 'PUT']
+    assert puts and all(name.startswith('c7-') for name in puts)
+    assert len(objects) == 20 + len(puts)
+
+
+@pytest.mark.parametrize('popularity', ['uniform', 'zipf:0.99'])
+def test_overwrites_pick_from_the_set_which_does_not_grow(fake_proxy,
+                                                          popularity):
+    w = workloads.parse('B,objects=20,overwrite=1,popularity=%s'
+                        % popularity)
+    objects = bench.ObjectSet(NAMES[:20])
+    rows = run_client(w, objects, operations=400)
+    puts = [name for op, name in fake_proxy.log if op == 'PUT']
+    assert len(puts) > 100
+    assert set(puts) <= set(NAMES[:20])
+    assert objects.names == NAMES[:20]
+    assert all(r[4] == 64 * 1024 for r in rows if r[1] == 'PUT')
+
+
+def test_an_overwriter_with_nothing_left_writes_a_new_object(fake_proxy):
+    w = workloads.parse('put=0.5,delete=0.5,size=1k,objects=2,overwrite=1')
+    objects = bench.ObjectSet(NAMES[:2])
+    run_client(w, objects, operations=50)
+    assert [n for op, n in fake_proxy.log if op == 'PUT' and
+            n.startswith('c')]
+
+
+def test_hits_are_counted_per_successful_get(fake_proxy):
+    fake_proxy.hot = set(NAMES[:5])
+    fake_proxy.missing = {NAMES[5]}
+    w = workloads.parse('get=0.8,head=0.2,size=1k,objects=10')
+    rows = run_client(w, bench.ObjectSet(NAMES[:10]), operations=1000)
+    assert {r[5] for r in rows if r[1] == 'GET' and r[3] == 200} == {
+        'hit', 'miss'}
+    assert {r[5] for r in rows if r[1] == 'HEAD'} == {''}
+    f = bench.summarise(rows, 0.0, 10.0)
+    gets = [r for r in rows if r[1] == 'GET' and r[3] == 200]
+    hits = [r for r in gets if r[5] == 'hit']
+    assert f['gets'] == len(gets) and f['hits'] == len(hits)
+    assert f['hit_ratio'] == pytest.approx(len(hits) / len(gets))
+    assert 0.4 < f['hit_ratio'] < 0.7  # 5 of 9 names that answer 200
+
+
+def test_summarise_hit_ratio_of_measured_gets():
+    rows = [(1.0, 'GET', 0.01, 200, 10, 'hit')] * 3 + \
+        [(1.0, 'GET', 0.01, 200, 10, 'miss')] + \
+        [(1.0, 'GET', 0.01, 404, 0, '')] + \
+        [(1.0, 'GET', 0.01, 503, 0, '')] + \
+        [(-1.0, 'GET', 0.01, 200, 10, 'hit')] * 10 + \
+        [(1.0, 'PUT', 0.01, 201, 10, '')]
+    f = bench.summarise(rows, 0.0, 10.0)
+    assert (f['gets'], f['hits'], f['hit_ratio']) == (4, 3, 0.75)
+    f = bench.summarise([(1.0, 'PUT', 0.01, 201, 10, '')], 0.0, 10.0)
+    assert (f['gets'], f['hits'], f['hit_ratio']) == (0, 0, None)
+
+
+def figures(hits, gets):
+    return {'ops_per_s': 10.0, 'mb_per_s': 1.0, 'mean_ms': 5.0,
+            'p50_ms': 5.0, 'p99_ms': 9.0, 'errors': 0, 'gets': gets,
+            'hits': hits, 'hit_ratio': hits / gets if gets else None,
+            'workload': 'A', 'concurrency': 1}
+
+
+def test_summary_and_table_carry_the_hit_ratio():
+    runs = []
+    for cycle, (default, mass) in enumerate([(0, 60), (0, 80), (0, 70)]):
+        for mode, hits in (('default', default), ('mass', mass)):
+            runs.append({'mode': mode, 'cycle': cycle, 'control': False,
+                         'tenants': {'photos': figures(hits, 100),
+                                     'backup': figures(0, 0)}})
+    s = bench.summary(runs, ['default', 'mass'])
+    assert s['photos']['mass']['hit_ratio'] == pytest.approx(0.7)
+    assert s['photos']['default']['hit_ratio'] == 0.0
+    assert s['backup']['mass']['hit_ratio'] is None
+    # all tenants: hits over all GETs
+    assert s[bench.ALL]['mass']['hit_ratio'] == pytest.approx(0.7)
+    lines = bench.format_summary({'summary': s}).splitlines()
+    assert 'hit %' in lines[0]
+    rows = {tuple(line.split()[:2]): line for line in lines}
+    assert ' 70.0 ' in rows['photos', 'mass']
+    backup_mass = rows['backup', 'mass']
+    # blank where there are no GETs
+    column = lines[0].index('hit %')
+    assert backup_mass[column:column + 6].strip() == ''
+    run_text = bench.format_run(runs[-1])
+    assert 'hits 70.0 %' in run_text and run_text.count('hits') == 1
+
+
+class FakeSampler(object):
+    """Snapshots as resources.Sampler takes them, from a script."""
+
+    def __init__(self, devices):
+        self.devices = list(devices)
+        self.taken = []
+
+    def snapshot(self):
+        n = len(self.taken)
+        self.taken.append(time.time())
+        return {'time': 10.0 * n, 'cpu': {'total': 1000 * n,
+                                          'busy': 600 * n, 'iowait': 100 * n},
+                'devices': self.devices[n]}
+
+
+def hdd(writes, passed):
+    return [{'server': 1, 'device': 'sdc1', 'class': 'hdd',
+             'loop': '/dev/loop3', 'reads': 0, 'writes': writes,
+             'busy_ms': writes * 6, 'read_iops_limit': 150,
+             'write_iops_limit': 150, 'throttle_passed_reads': 0,
+             'throttle_passed_writes': passed}]
+
+
+@pytest.mark.filterwarnings('ignore:Using fork')
+@pytest.mark.parametrize('devices, expected', [
+    ([hdd(0, 0), hdd(1000, 1400)], {'hdd': {
+        'devices': 1, 'read_iops': 0.0, 'write_iops': 100.0,
+        'busy_pct': 60.0,
+        'read_throttle': {'iops': 0.0, 'limit': 150, 'pct': 0.0},
+        'write_throttle': {'iops': 140.0, 'limit': 150,
+                           'pct': pytest.approx(93.333, abs=0.01)}}}),
+    ([None, None], None),  # the plain profile
+])
+def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
+                                         expected):
+    monkeypatch.setattr(bench.Bench, 'classes', lambda self: {})
+    sampler = FakeSampler(devices)
+    photos = bench.Tenant.parse('photos:web:web=A,objects=6,concurrency=2,'
+                                'popularity=zipf:1,warmup=0.3,seconds=1')
+    photos.url, photos.token = 'http://p/v1/AUTH_photos', 'tk'
+    fake_proxy.hot = {'seed-00000'}
+    b = bench.Bench([photos], 'http://p/auth/v1.0', progress=lambda *a,
+                    **k: None, sampler=sampler)
+    began = time.time()
+    result = b.run({photos: photos.workload}, 'test')
+    # one snapshot at the start of the measured time, one at its end
+    assert len(sampler.taken) == 2
+    assert sampler.taken[0] - began == pytest.approx(0.8, abs=0.25)
+    assert sampler.taken[1] - sampler.taken[0] == pytest.approx(1.0,
+                                                                abs=0.25)
+    assert result['resources'] == {
+        'seconds': 10.0, 'cpu': {'busy_pct': 60.0, 'iowait_pct': 10.0},
+        'devices': expected}
+    f = result['tenants']['photos']
+    assert f['gets'] > 0 and 0 < f['hit_ratio'] < 1
+    text = bench.format_run(result)
+    assert 'where: CPU 60% busy, 10% iowait' in text
+    if expected:
+        assert 'hdd r/w 0/100 IOPS, 60% busy' in text
+        assert 'writes 140/s=93% of limit' in text
+    else:
+        assert 'devices not sampled' in text
+
+
+def test_the_default_sampler_asks_tools_saio(monkeypatch):
+    asked = []
+    monkeypatch.setattr(resources, 'saio_devices',
+                        lambda saio: asked.append(saio))
+    b = bench.Bench([], 'http://p/auth/v1.0', saio='/x/tools/saio')
+    assert b.sampler.snapshot()['devices'] is None
+    assert asked == ['/x/tools/saio']
