@@ -247,8 +247,8 @@ def test_coverage_is_unknown_while_redis_is_down():
     assert gens.uncovered(lambda: {'127.0.0.1:6210/sdb1'}) is None
 
 
-def test_ring_devices_of_a_server_per_port_are_found_by_ip(tmp_path,
-                                                         monkeypatch):
+def test_ring_devices_of_a_server_per_port_are_found_by_ip(
+        tmp_path, monkeypatch):
     # under servers_per_port each device has a port of its own; a server
     # that looked for its bind_port alone registered one of its devices,
     # and proxies never trusted generations

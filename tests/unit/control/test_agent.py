@@ -239,8 +239,10 @@ def test_the_leader_publishes_the_tenants_to_bump_at_every_tick():
     agent, clock, logger = make()
     agent.generations = Generations(REDIS_URL, logger,
                                     prefix='t:%s:' % uuid.uuid4().hex)
-    bumped = lambda: {t.decode() for t in agent.generations.client.hkeys(
-        agent.generations.bumps_key)}  # noqa: E731
+
+    def bumped():
+        return {t.decode() for t in agent.generations.client.hkeys(
+            agent.generations.bumps_key)}
     agent.store.set_pin('AUTH_c', {'class': 'read', 'method': 'cache'})
     agent.store.set_pin('AUTH_m', {'class': 'mixed', 'method': 'merge'})
     agent.store.set_pin('AUTH_b', {'class': 'write', 'method': 'batch'})

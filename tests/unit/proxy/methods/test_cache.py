@@ -308,8 +308,8 @@ def test_fill_stores_only_what_no_write_overtook(prefix):
     assert method.hit(read_env(), key) is None
     headers = list(swift.headers_of(swift.objects[PATH]).items())
     headers.append(('ETag', md5(b'new', usedforsecurity=False).hexdigest()))
-    assert method.fill(read_env(), key, method.validity(read_env(), key)[0], headers,
-                       b'new') is True
+    validity = method.validity(read_env(), key)[0]
+    assert method.fill(read_env(), key, validity, headers, b'new') is True
     resp = method.hit(read_env(), key)
     assert (resp.body, resp.headers['X-Mass-Cache']) == (b'new', 'hit')
 
