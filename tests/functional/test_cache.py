@@ -87,9 +87,40 @@ def pin(account, method):
     swift_mass('pin', account, '--class', 'read', '--method', method)
 
 
+# how often a proxy looks up the object servers' registrations
+# (Generations.uncovered's period), and a heartbeat more
+COVERAGE_PERIOD = 5.5
+
+
+def tenant_trusted(account, within=30.0):
+    """Until the proxies trust the account's generations: the leader
+    published it as bumped, every live object server process of every
+    device registered a version that has it, and the proxies' coverage
+    lookups are that recent (swift_mass.generations: no write tax)."""
+    client = redis.Redis.from_url('redis://127.0.0.1:6379/0')
+    registry = 'mass:cache:bumping:'
+    devices = sorted(ring_devices('/etc/swift'))
+
+    def applied():
+        entered = client.hget('mass:cache:bumps', account)
+        if entered is None:
+            return False
+        now = int(client.time()[0] * 1000)
+        for name in devices:
+            live = [value.split() for value in
+                    client.hvals(registry + name)]
+            live = [int(v) for v, until_ms in live if int(until_ms) >= now]
+            if not live or min(live) < int(entered):
+                return False
+        return True
+    until(applied, within, 'the object servers bump %s' % account)
+    time.sleep(COVERAGE_PERIOD)
+
+
 def wait_for_method(client, method, within=20.0):
     """Until both proxies apply ``method`` to the account: a GET says so
-    (X-Mass-Cache only appears when the cache considered it)."""
+    (X-Mass-Cache only appears when the cache considered it); for cache,
+    until they trust its generations too."""
     name = 'probe-%s' % uuid.uuid4().hex[:6]
     assert client.request('PUT', PROXY2, name, data=b'p').status_code == 201
     deadline = time.time() + within
@@ -104,6 +135,8 @@ def wait_for_method(client, method, within=20.0):
                                                 client.account)
             time.sleep(0.3)
     client.request('DELETE', PROXY2, name)
+    if method == 'cache':
+        tenant_trusted(client.account)
 
 
 def generations_trusted(store, within=30.0):

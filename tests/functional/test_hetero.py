@@ -8,12 +8,16 @@ the project's scripts do for an operator.
 """
 import json
 import os
+import re
+import subprocess
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
 from swift.common.ring import Ring
-from swift.common.utils import readconf
+from swift.common.utils import hash_path, md5, readconf
 
 from tests.functional.conftest import PROXY, Tenant, saio
 
@@ -114,3 +118,124 @@ def test_each_device_has_an_object_server_process_of_its_own(hetero):
             assert requests.get('http://127.0.0.%d:%d/healthcheck' % (
                 n, port), timeout=5).status_code == 200
     assert requests.get(PROXY + '/healthcheck', timeout=5).ok
+
+
+# -- group commit on the write substore: durable before the 201 -------------
+
+STRACE_LINE = re.compile(
+    r'^\[pid\s+(\d+)\] (\d+\.\d+) (\w+)\((.*?)(?:\) = (-?\d+)[^<]*'
+    r'<(\d+\.\d+)>| <unfinished \.\.\.>)$')
+RESUMED = re.compile(
+    r'^\[pid\s+(\d+)\] (\d+\.\d+) <\.\.\. (\w+) resumed>(.*?)\) = (-?\d+)'
+    r'[^<]*<(\d+\.\d+)>$')
+
+
+def object_server_pids():
+    out = subprocess.run(['pgrep', '-f', 'swift-object-server'],
+                         capture_output=True, text=True).stdout
+    return [int(pid) for pid in out.split()]
+
+
+def process_of(tid, pids):
+    for pid in pids:
+        if os.path.exists('/proc/%d/task/%d' % (pid, tid)):
+            return pid
+    return None
+
+
+def parse_strace(text):
+    """(tid, name, args, started, ended) of each finished system call."""
+    calls, pending = [], {}
+    for line in text.splitlines():
+        match = STRACE_LINE.match(line)
+        if match:
+            tid, at, name, args, result, took = match.groups()
+            if result is None:
+                pending[(int(tid), name)] = (float(at), args)
+            elif int(result) >= 0:
+                calls.append((int(tid), name, args, float(at),
+                              float(at) + float(took)))
+            continue
+        match = RESUMED.match(line)
+        if match:
+            tid, at, name, rest, result, took = match.groups()
+            began, args = pending.pop((int(tid), name), (None, ''))
+            if began is not None and int(result) >= 0:
+                calls.append((int(tid), name, args + rest, began,
+                              float(at)))
+    return calls
+
+
+def test_every_write_substore_201_follows_a_flush_that_covers_it(hetero):
+    token = hetero.token
+    url = hetero.url.replace(':8080/', ':8082/')
+    container = 'durable-%s' % uuid.uuid4().hex[:8]
+    assert requests.put('%s/%s' % (url, container), headers={
+        'X-Auth-Token': token, 'X-Storage-Policy': 'bulk'},
+        timeout=30).status_code in (201, 202)
+    pids = object_server_pids()
+    trace = os.path.join('/tmp', 'mass-strace-%s' % container)
+    strace = subprocess.Popen(
+        ['strace', '-f', '-ttt', '-T', '-s', '2048', '-o', trace, '-e',
+         'trace=syncfs,rename,renameat,renameat2,linkat,sendto,sendmsg,'
+         'write,writev'] + [a for pid in pids for a in ('-p', str(pid))],
+        stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(2)  # attached
+        bodies = {'o%02d' % i: os.urandom(8192) for i in range(40)}
+
+        def put(name):
+            return name, requests.put(
+                '%s/%s/%s' % (url, container, name), data=bodies[name],
+                headers={'X-Auth-Token': token}, timeout=60).status_code
+        with ThreadPoolExecutor(8) as pool:
+            statuses = dict(pool.map(put, sorted(bodies)))
+        time.sleep(1)
+    finally:
+        strace.terminate()
+        strace.wait(10)
+    with open(trace) as fp:
+        calls = parse_strace(fp.read())
+    os.unlink(trace)
+    acked = sorted(name for name, status in statuses.items()
+                   if status == 201)
+    assert acked == sorted(bodies), statuses
+    etags = {md5(body, usedforsecurity=False).hexdigest(): name
+             for name, body in bodies.items()}
+    hashes = {hash_path(hetero.account, container, name): name
+              for name in bodies}
+    flushes, placed, answered = {}, {}, {}
+    for tid, name, args, began, ended in calls:
+        pid = process_of(tid, pids)
+        if name == 'syncfs':
+            flushes.setdefault(pid, []).append((began, ended))
+        elif name in ('rename', 'renameat', 'renameat2', 'linkat'):
+            match = re.search(r'/objects/\d+/\w+/(\w+)/[\d.]+\.data"', args)
+            if match and match.group(1) in hashes:
+                placed[(hashes[match.group(1)], pid)] = ended
+        elif 'HTTP/1.1 201' in args:
+            match = re.search(r'[Ee]tag: ([0-9a-f]{32})', args)
+            if match and match.group(1) in etags:
+                answered[(etags[match.group(1)], pid)] = began
+    covered = {}
+    for (obj, pid), sent in answered.items():
+        renamed = placed.get((obj, pid))
+        assert renamed is not None, (obj, pid)
+        assert any(renamed <= began and ended <= sent
+                   for began, ended in flushes.get(pid, ())), \
+            '%s: an object server answered 201 at %.6f, and no flush ' \
+            'began after its rename (%.6f) and ended before' % (
+                obj, sent, renamed)
+        covered[obj] = covered.get(obj, 0) + 1
+    # each acknowledged object was durable on a quorum of its replicas
+    assert all(covered.get(name, 0) >= 2 for name in acked), covered
+    n_flushes = sum(len(f) for f in flushes.values())
+    print('%d object-server 201s, each after a flush covering it; %d '
+          'flushes for %d writes' % (len(answered), n_flushes,
+                                     len(placed)))
+    # concurrent writes to a device shared flushes
+    assert n_flushes < len(placed)
+    # and every acknowledged object is listed
+    listing = requests.get('%s/%s' % (url, container), headers={
+        'X-Auth-Token': token}, timeout=30).text.split()
+    assert sorted(listing) == acked

@@ -12,7 +12,7 @@ import requests
 
 from tests.functional.waiting import until
 from tests.functional.test_cache import PROXIES, PROXY, PROXY2, Client, \
-    Load, admin  # noqa: F401 (admin is a fixture)
+    Load, admin, tenant_trusted  # noqa: F401 (admin is a fixture)
 
 
 def wait_for_merge(client, within=20.0):
@@ -27,6 +27,7 @@ def wait_for_merge(client, within=20.0):
             assert time.time() < deadline, 'no merge on %s' % proxy
             time.sleep(0.3)
     client.request('DELETE', PROXY2, name)
+    tenant_trusted(client.account)
 
 
 @pytest.fixture(scope='module')
@@ -66,11 +67,12 @@ def test_a_small_put_is_written_through(client):
 
 
 def test_identical_concurrent_gets_are_merged(client):
-    # written through 8080: encrypted at rest, so never cached, so every
-    # read goes to the backend, or merges with one that does
+    # with X-Delete-At: never cached, so every read goes to the backend,
+    # or merges with one that does
     name = 'hot-%s' % uuid.uuid4().hex[:6]
     body = b'merged ' * 5000
-    assert client.request('PUT', PROXY, name, data=body).status_code == 201
+    assert client.request('PUT', PROXY, name, data=body, headers={
+        'X-Delete-At': str(int(time.time()) + 86400)}).status_code == 201
 
     def get(_):
         with requests.Session() as session:
