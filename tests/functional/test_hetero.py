@@ -239,3 +239,30 @@ def test_every_write_substore_201_follows_a_flush_that_covers_it(hetero):
     listing = requests.get('%s/%s' % (url, container), headers={
         'X-Auth-Token': token}, timeout=30).text.split()
     assert sorted(listing) == acked
+
+
+def test_the_bench_runs_on_the_hetero_profile(hetero, tmp_path):
+    # a few seconds of the slides' three tenants, scaled down: well-formed
+    # results with the devices' figures; how fast is not a test's business
+    from tests.functional.test_bench import run_bench
+    stdout, result = run_bench(
+        ['photos:web:web=A,objects=12,concurrency=2,popularity=zipf:0.99,'
+         'warmup=0.5,size=64k',
+         'dbdump:dump:dump=B,objects=12,concurrency=2,overwrite=1,'
+         'warmup=0.5,size=16k',
+         'backup:job:job=C,concurrency=2,warmup=0.5'],
+        tmp_path, ['--cycles', '1', '--seconds', '2'])
+    assert [r['mode'] for r in result['runs']] == [
+        'default', 'default', 'static', 'mass']
+    for run in result['runs']:
+        for figures in run['tenants'].values():
+            assert figures['operations'] > 0
+            assert figures['errors'] == 0, figures['statuses']
+        devices = run['resources']['devices']
+        assert set(devices) == {'ssd', 'hdd'}
+        assert devices['hdd']['write_throttle']['limit'] == 600
+        assert devices['ssd']['write_throttle'] is None
+    assert 'where the time went' in stdout and 'hit %' in stdout
+    # the bench leaves the profile as it found it
+    assert len(devices()) == 8
+    assert 'with mass' in saio('status').stdout
