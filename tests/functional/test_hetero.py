@@ -122,11 +122,13 @@ def test_each_device_has_an_object_server_process_of_its_own(hetero):
 
 # -- group commit on the write substore: durable before the 201 -------------
 
+# strace -f -ttt -T -o FILE: "TID SECONDS call(args) = result <took>",
+# or the call "<unfinished ...>" and, later, "<... call resumed>"
 STRACE_LINE = re.compile(
-    r'^\[pid\s+(\d+)\] (\d+\.\d+) (\w+)\((.*?)(?:\) = (-?\d+)[^<]*'
+    r'^(\d+) (\d+\.\d+) (\w+)\((.*?)(?:\)\s+= (-?\d+)[^<]*'
     r'<(\d+\.\d+)>| <unfinished \.\.\.>)$')
 RESUMED = re.compile(
-    r'^\[pid\s+(\d+)\] (\d+\.\d+) <\.\.\. (\w+) resumed>(.*?)\) = (-?\d+)'
+    r'^(\d+) (\d+\.\d+) <\.\.\. (\w+) resumed>(.*?)\)\s+= (-?\d+)'
     r'[^<]*<(\d+\.\d+)>$')
 
 
@@ -210,11 +212,12 @@ def test_every_write_substore_201_follows_a_flush_that_covers_it(hetero):
         if name == 'syncfs':
             flushes.setdefault(pid, []).append((began, ended))
         elif name in ('rename', 'renameat', 'renameat2', 'linkat'):
-            match = re.search(r'/objects/\d+/\w+/(\w+)/[\d.]+\.data"', args)
+            match = re.search(r'/objects(?:-\d+)?/\d+/\w+/(\w+)/[\d.]+'
+                              r'\.data"', args)
             if match and match.group(1) in hashes:
                 placed[(hashes[match.group(1)], pid)] = ended
         elif 'HTTP/1.1 201' in args:
-            match = re.search(r'[Ee]tag: ([0-9a-f]{32})', args)
+            match = re.search(r'[Ee]tag: [\\"]*([0-9a-f]{32})', args)
             if match and match.group(1) in etags:
                 answered[(etags[match.group(1)], pid)] = began
     covered = {}
@@ -258,10 +261,10 @@ def test_the_bench_runs_on_the_hetero_profile(hetero, tmp_path):
         for figures in run['tenants'].values():
             assert figures['operations'] > 0
             assert figures['errors'] == 0, figures['statuses']
-        devices = run['resources']['devices']
-        assert set(devices) == {'ssd', 'hdd'}
-        assert devices['hdd']['write_throttle']['limit'] == 600
-        assert devices['ssd']['write_throttle'] is None
+        classes = run['resources']['devices']
+        assert set(classes) == {'ssd', 'hdd'}
+        assert classes['hdd']['write_throttle']['limit'] == 600
+        assert classes['ssd']['write_throttle'] is None
     assert 'where the time went' in stdout and 'hit %' in stdout
     # the bench leaves the profile as it found it
     assert len(devices()) == 8
