@@ -11,7 +11,7 @@ from swift.common.constraints import check_drive, check_utf8
 from swift.common.registry import register_swift_info
 from swift.common.request_helpers import split_and_validate_path
 from swift.common.swob import HTTPException, HTTPServiceUnavailable, \
-    Request, wsgi_to_str, wsgi_unquote
+    Request, str_to_wsgi, wsgi_to_str, wsgi_unquote
 from swift.common.utils import ClosingIterator, config_true_value, \
     get_logger
 from swift.common.wsgi import WSGIContext
@@ -244,7 +244,11 @@ class MassQueueMiddleware(object):
             else:
                 device, _, account, container, obj = \
                     split_and_validate_path(req, 5, 5, True)
-                key = object_key(account, container, obj)
+                # the key of the WSGI strings, as the proxies make it
+                # (split_and_validate_path gives native ones: a name
+                # beyond ASCII got another key, or none)
+                key = object_key(*map(str_to_wsgi,
+                                      (account, container, obj)))
             # On every request, as the object server does: a device
             # unmounted since its queue was made gets its 507 at once.
             check_drive(self.conf.devices, device, self.conf.mount_check)
@@ -316,7 +320,7 @@ class MassQueueMiddleware(object):
             return self.app
         return functools.partial(
             BumpedWrite(self.app, self.generations, self.logger), key=key,
-            tenant=account)
+            tenant=str_to_wsgi(account))
 
     def _local_devices(self):
         return ring_devices(self.conf.swift_dir,

@@ -178,8 +178,12 @@ def get_until_hit(client, proxy, name, **kwargs):
                 % (name, proxy, dict(resp.headers)))
 
 
-def test_writes_through_one_proxy_are_read_through_the_other(client):
-    name = 'o-%s' % uuid.uuid4().hex[:6]
+@pytest.mark.parametrize('prefix', ['o-', 'o-\u00f8\u55a0-'],
+                         ids=['ascii', 'utf8'])
+def test_writes_through_one_proxy_are_read_through_the_other(client, prefix):
+    # a name beyond ASCII: the object servers bumped another key than the
+    # proxies read, and a hit outlived a POST and a DELETE
+    name = prefix + uuid.uuid4().hex[:6]
     assert client.request('PUT', PROXY2, name, data=b'one').status_code \
         == 201
     for proxy in PROXIES:

@@ -3,6 +3,7 @@ import os
 import re
 import tempfile
 import time
+from urllib.parse import quote
 
 from unittest import mock
 
@@ -816,3 +817,19 @@ def test_a_write_of_a_tenant_without_cache_or_merge_costs_no_redis_call():
     before = gens.read(OBJECT_KEY, 'AUTH_t')[0]
     write(mw)
     assert calls and gens.read(OBJECT_KEY, 'AUTH_t')[0] != before
+
+
+@pytest.mark.parametrize('name', ['\u00f8x', '\u00f8x\u55a0y'])
+def test_a_name_beyond_ascii_bumps_the_key_the_proxies_read(name):
+    # split_and_validate_path gives native strings: a name beyond ASCII
+    # was bumped under another key than the proxies read (latin-1) or not
+    # at all (beyond latin-1), and its cached body stayed after a write
+    mw, server, gens = bumping()
+    wsgi_name = name.encode('utf-8').decode('latin-1')
+    key = object_key('AUTH_t', 'c', wsgi_name)
+    before = gens.read(key, 'AUTH_t')[0]
+    resp = Request.blank('/sdb1/123/AUTH_t/c/' + quote(name), method='PUT',
+                         headers={'X-Timestamp': '1700000000.00000'}
+                         ).get_response(mw)
+    assert resp.status_int == 201
+    assert gens.read(key, 'AUTH_t')[0] != before
