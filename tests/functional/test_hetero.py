@@ -20,6 +20,7 @@ from swift.common.ring import Ring
 from swift.common.utils import hash_path, md5, readconf
 
 from tests.functional.conftest import PROXY, Tenant, saio
+from tests.functional.waiting import until
 
 SWIFT_DIR = '/etc/swift'
 
@@ -138,6 +139,24 @@ def object_server_pids():
     return [int(pid) for pid in out.split()]
 
 
+def traced(pids, tracer, within=60.0):
+    """Until ``tracer`` traces every thread of every process in ``pids``
+    (strace attaches one at a time: on a busy machine a write made before
+    it got there would escape the check)."""
+    def attached():
+        for pid in pids:
+            for tid in os.listdir('/proc/%d/task' % pid):
+                try:
+                    with open('/proc/%d/task/%s/status' % (pid, tid)) as fp:
+                        status = fp.read()
+                except FileNotFoundError:  # the thread ended
+                    continue
+                if 'TracerPid:\t%d\n' % tracer not in status:
+                    return False
+        return True
+    until(attached, within, 'strace attached to the object servers')
+
+
 def process_of(tid, pids):
     for pid in pids:
         if os.path.exists('/proc/%d/task/%d' % (pid, tid)):
@@ -183,7 +202,7 @@ def test_every_write_substore_201_follows_a_flush_that_covers_it(hetero):
          'write,writev'] + [a for pid in pids for a in ('-p', str(pid))],
         stderr=subprocess.DEVNULL)
     try:
-        time.sleep(2)  # attached
+        traced(pids, strace.pid)
         bodies = {'o%02d' % i: os.urandom(8192) for i in range(40)}
 
         def put(name):
