@@ -68,22 +68,24 @@ class BumpedWrite(WSGIContext):
             app_iter = self._app_call(env)
             status = self._get_status_int()
         finally:
-            if not self.generations.bumps_writes_of(tenant):
-                # decided once written: a tenant that entered the bumped
-                # set while this write ran is bumped (no proxy trusts it
-                # before this process registered the set)
-                pass
-            # A refused write changed nothing, but a DELETE's 404 left a
-            # tombstone; an error may have written part of it: bump, and
-            # record the timestamp only of what surely was written.
-            elif status is None or status >= 500:
-                self.generations.bump([key])
-            elif status < 400 or (status == 404 and
-                                  env['REQUEST_METHOD'] == 'DELETE'):
-                self.generations.bump([key], env.get('HTTP_X_TIMESTAMP'))
+            # Decided once written: a tenant that entered the bumped set
+            # while this write ran is bumped (no proxy trusts it before
+            # this process registered the set).
+            if self.generations.bumps_writes_of(tenant):
+                self._bump(env, key, status)
         start_response(self._response_status, self._response_headers,
                        self._response_exc_info)
         return app_iter
+
+    def _bump(self, env, key, status):
+        # A refused write changed nothing, but a DELETE's 404 left a
+        # tombstone; an error may have written part of it: bump, and
+        # record the timestamp only of what surely was written.
+        if status is None or status >= 500:
+            self.generations.bump([key])
+        elif status < 400 or (status == 404 and
+                              env['REQUEST_METHOD'] == 'DELETE'):
+            self.generations.bump([key], env.get('HTTP_X_TIMESTAMP'))
 
 
 class MassQueueMiddleware(object):
