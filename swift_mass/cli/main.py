@@ -24,6 +24,20 @@ Subcommands, by the module of :mod:`swift_mass.cli` that runs them::
     swift-mass queue [--swift-dir /etc/swift] [--timeout 5]
                                    (queue: every object server's
                                    mass_queue, per device)
+    swift-mass devices probe [--seconds 5] [--thresholds 1000]
+    swift-mass devices classes | classify --thresholds 500,5000
+                                   (devices: the IOPS of the object-ring
+                                   devices this host serves, and their
+                                   performance classes, kept in
+                                   /etc/swift/mass-devices.json)
+    swift-mass weights plan|apply --ring standard --alpha 0.5
+               (--weights 0.3,0.7 | --table T --clients N --read-ratio R)
+                                   (weights: a ring's device weights a
+                                   step towards class weights W)
+    swift-mass substores plan|apply --name NAME --classes fast
+               [--replicas 3] [--part-power 10] [--exclude DEV] [--force]
+                                   (substores: a new policy's ring over
+                                   every server holding those classes)
 
 Every command takes ``--json``.  The benchmark is not part of the installed
 command: it runs from a checkout, beside the SAIO (``tools/bench``).
@@ -42,6 +56,9 @@ GROUPS = (
     ('urgent', ('urgent',)),
     ('rings', ('check-rings',)),
     ('queue', ('queue',)),
+    ('devices', ('devices',)),
+    ('weights', ('weights',)),
+    ('substores', ('substores',)),
 )
 
 

@@ -9,7 +9,8 @@ import pytest
 from swift_mass.cli import main as cli
 
 COMMANDS = ['status', 'tenants', 'explain', 'pin', 'unpin', 'migrate',
-            'urgent', 'check-rings', 'queue']
+            'urgent', 'check-rings', 'queue', 'devices', 'weights',
+            'substores']
 
 
 def modules_imported(*argv):
@@ -48,7 +49,12 @@ def test_every_subcommand_is_registered_and_bench_is_not(capsys):
         args = parser.parse_args(
             [command] + {'explain': ['T'], 'pin': ['T', '--class', 'read'],
                          'unpin': ['T'], 'urgent': ['T'],
-                         'migrate': ['plan', 'T']}.get(command, []))
+                         'migrate': ['plan', 'T'],
+                         'devices': ['classes'],
+                         'weights': ['plan', '--ring', 'standard'],
+                         'substores': ['plan', '--name', 'fast',
+                                       '--classes', 'fast']}.get(
+                             command, []))
         assert callable(args.func)
     with pytest.raises(SystemExit):
         cli.main(['bench'])

@@ -1,0 +1,273 @@
+"""New substores spread over every server: ``swift-mass substores
+plan|apply``.
+
+A substore is a storage policy with its own object ring; here, a ring over
+the devices of chosen performance classes (``--classes fast``, the classes
+of :mod:`swift_mass.cli.devices`).  The guideline Mass follows
+(GlusterFS's: spread data over all servers) is that a substore spans every
+server holding a device of its classes: a server left out idles while
+the substore's tenants queue on the others.  So the plan takes every
+device of the classes, and refuses
+
+* always, when their servers are fewer than the replicas: two replicas
+  of a partition would share a server;
+* when ``--exclude`` leaves out a server holding devices of the classes,
+  unless ``--force`` (then a warning says so).
+
+Devices come from the cluster's object rings, as the first ring holding
+one has it (the default policy's first): region, zone, IP, port,
+replication address and weight; their classes from the classes file.
+``apply`` builds the ring of a storage policy swift.conf names and that
+has no ring yet (add ``[storage-policy:N] name = NAME`` first): builder
+and ring in the swift_dir, rebalanced, validated, no partition with two
+replicas on one server; it never overwrites a ring.  Copy swift.conf and
+the ring to every node afterwards.
+
+:func:`plan_substore` is a plain function over device lists;
+:func:`build_substore` writes the builder and the ring.
+"""
+import os
+import time
+
+from swift.common.ring import RingBuilder
+from swift.common.storage_policy import REPL_POLICY
+
+from swift_mass.cli import devices, output, rings, weights
+
+MIN_PART_HOURS = 1
+# what swift-ring-builder takes
+DEV_KEYS = ('region', 'zone', 'ip', 'port', 'replication_ip',
+            'replication_port', 'device', 'weight', 'meta')
+
+
+def _names(ips):
+    return ', '.join(ips)
+
+
+def check_ring_options(replicas, part_power, min_part_hours=MIN_PART_HOURS):
+    if isinstance(replicas, bool) or not isinstance(
+            replicas, (int, float)) or not 1 <= replicas < float('inf'):
+        raise ValueError('--replicas %r is not valid; allowed: 1 or more'
+                         % (replicas,))
+    if isinstance(part_power, bool) or not isinstance(part_power, int) or \
+            not 0 <= part_power <= 32:
+        raise ValueError('--part-power %r is not valid; allowed: a whole '
+                         'number from 0 to 32' % (part_power,))
+    if isinstance(min_part_hours, bool) or \
+            not isinstance(min_part_hours, int) or min_part_hours < 0:
+        raise ValueError('--min-part-hours %r is not valid; allowed: a '
+                         'whole number, 0 or more' % (min_part_hours,))
+
+
+def plan_substore(devices_with_classes, classes_wanted, replicas,
+                  part_power, exclude=(), force=False):
+    """The devices of a new substore over ``classes_wanted``.
+
+    devices_with_classes: ring devices (region, zone, ip, port, device,
+    weight...) each with its ``class`` (None: not probed).  exclude:
+    ``<ip>:<port>/<device>`` of devices to leave out.  Returns a dict:
+    classes, replicas, part_power, devices, servers, left_out (servers
+    holding devices of the classes that the substore leaves out: only
+    with force), warnings.  ValueError when refused.
+    """
+    check_ring_options(replicas, part_power)
+    known = sorted({d['class'] for d in devices_with_classes if d['class']})
+    wanted = list(dict.fromkeys(classes_wanted))
+    if not wanted or any(c not in known for c in wanted):
+        raise ValueError('--classes %s is not valid; allowed: classes of '
+                         'the devices: %s' % (','.join(classes_wanted),
+                                              ', '.join(known) or 'none'))
+    warnings = []
+    of_class = []
+    for dev in devices_with_classes:
+        if dev['class'] not in wanted:
+            continue
+        if dev['weight'] > 0:
+            of_class.append(dev)
+        else:
+            warnings.append('%s: weight 0 in the cluster\'s rings (being '
+                            'drained?): left out' % devices.device_key(dev))
+    keys = {devices.device_key(d) for d in of_class}
+    unknown = sorted(set(exclude) - keys)
+    if unknown:
+        raise ValueError('--exclude %s is not valid; allowed: devices of '
+                         'class %s: %s' % (', '.join(unknown), ','.join(
+                             wanted), ', '.join(sorted(keys))))
+    chosen = [d for d in of_class if devices.device_key(d) not in exclude]
+    holders = sorted({d['ip'] for d in of_class})
+    servers = sorted({d['ip'] for d in chosen})
+    left_out = [ip for ip in holders if ip not in servers]
+    if len(servers) < replicas:
+        raise ValueError(
+            'the devices chosen are on %d server%s (%s), fewer than the %g '
+            'replicas: two replicas of a partition would share a server' % (
+                len(servers), '' if len(servers) == 1 else 's',
+                _names(servers) or 'none', replicas))
+    if left_out:
+        message = ('the substore leaves out %s, which hold%s devices of '
+                   'class %s: they would idle while its tenants queue on '
+                   'the others' % (_names(left_out), 's' if len(left_out)
+                                   == 1 else '', ','.join(wanted)))
+        if not force:
+            raise ValueError(message + ' (--force builds it anyway)')
+        warnings.append(message)
+    unclassified = sorted(devices.device_key(d) for d in devices_with_classes
+                          if not d['class'])
+    if unclassified:
+        warnings.append('%d devices have no class (not probed), and are '
+                        'left out: %s' % (len(unclassified),
+                                          ', '.join(unclassified)))
+    chosen = sorted(chosen, key=lambda d: (d['ip'], d['port'], d['device']))
+    return {'classes': wanted, 'replicas': replicas,
+            'part_power': part_power,
+            'devices': [dict({k: d[k] for k in DEV_KEYS if k in d},
+                             key=devices.device_key(d), **{
+                                 'class': d['class']}) for d in chosen],
+            'servers': servers, 'left_out': left_out, 'warnings': warnings}
+
+
+def build_substore(builder_path, ring_path, devs, replicas, part_power,
+                   min_part_hours=MIN_PART_HOURS, seed=None, now=time.time):
+    """Build, rebalance and validate a ring over ``devs`` (ring devices)
+    and write its builder and ring; refuses (ValueError, nothing written)
+    when either exists or a partition would have two replicas on one
+    server.  Returns its spread (:func:`swift_mass.cli.rings.spread`)
+    with balance, dispersion and the paths."""
+    check_ring_options(replicas, part_power, min_part_hours)
+    for path in (builder_path, ring_path):
+        if os.path.exists(path):
+            raise ValueError('%s exists: a substore is built once (step '
+                             'its weights with swift-mass weights, or '
+                             'swift-ring-builder)' % path)
+    builder = RingBuilder(part_power, replicas, min_part_hours)
+    for dev in devs:
+        builder.add_dev({k: dev[k] for k in DEV_KEYS if k in dev})
+    builder.rebalance(seed=seed)
+    builder.validate()
+    shared = weights.shared_parts(builder)
+    if shared:
+        raise ValueError(
+            '%d partitions would have two replicas on one server: a server '
+            'has more than 1/%g of the devices\' weight' % (shared,
+                                                            replicas))
+    weights.save_ring(builder, builder_path, ring_path, now())
+    ring = builder.get_ring()
+    table = ring._replica2part2dev_id
+    result = rings.spread(ring.devs, rings.device_parts(table), replicas,
+                          builder.parts)
+    result.update(builder=builder_path, ring=ring_path,
+                  balance=round(builder.get_balance(), 2),
+                  dispersion=round(builder.dispersion, 2))
+    return result
+
+
+def policy_files(swift_dir, name):
+    """(policy, builder path, ring path) of the storage policy ``name``
+    of swift.conf, a replication one."""
+    policies = rings.load_policies(swift_dir)
+    policy = policies.get_by_name(name)
+    if policy is None:
+        free = max(int(p) for p in policies) + 1
+        raise ValueError(
+            '--name %s is not valid; allowed: a storage policy of %s (%s): '
+            'add [storage-policy:%d] name = %s there first' % (
+                name, os.path.join(swift_dir, 'swift.conf'), ', '.join(
+                    p.name for p in policies), free, name))
+    if policy.policy_type != REPL_POLICY:
+        raise ValueError('--name %s is not valid: a %s policy; allowed: a '
+                         'replication policy' % (name, policy.policy_type))
+    base = os.path.join(swift_dir, policy.ring_name)
+    return policy, base + '.builder', base + '.ring.gz'
+
+
+def inventory(swift_dir, device_class, skip=None):
+    """(the object rings' devices, each with its class or None; the
+    rings that could not be read, ``skip``'s aside)."""
+    found, errors = devices.object_ring_devices(swift_dir)
+    errors = [e for e in errors if not skip or not e.startswith(skip + ':')]
+    return [dict(dev, **{'class': device_class.get(key)})
+            for key, dev in sorted(found.items())], errors
+
+
+def run_plan(args, build=False):
+    classes = devices.load_classes(devices.classes_path(
+        args.swift_dir, args.classes_file))
+    policy, builder_path, ring_path = policy_files(args.swift_dir,
+                                                   args.name)
+    device_class = {k: v['class'] for k, v in classes['devices'].items()}
+    devs, errors = inventory(args.swift_dir, device_class, policy.name)
+    plan = plan_substore(devs, [c.strip() for c in args.classes.split(',')],
+                         args.replicas, args.part_power, args.exclude or (),
+                         args.force)
+    plan['warnings'] += ['cannot read a ring: ' + e for e in errors]
+    plan.update(name=policy.name, index=int(policy), builder=builder_path,
+                ring=ring_path, min_part_hours=args.min_part_hours,
+                exists=[p for p in (builder_path, ring_path)
+                        if os.path.exists(p)], built=None)
+    if build:
+        plan['built'] = build_substore(
+            builder_path, ring_path, plan['devices'], args.replicas,
+            args.part_power, args.min_part_hours, args.seed)
+    return plan
+
+
+def format_plan(p):
+    lines = ['substore %s (policy %d): %g replicas, 2^%d partitions, '
+             'classes %s' % (p['name'], p['index'], p['replicas'],
+                             p['part_power'], ','.join(p['classes'])),
+             '%d devices on %d servers:' % (len(p['devices']),
+                                            len(p['servers']))]
+    for d in p['devices']:
+        lines.append('  %-26s %-10s region %d zone %d weight %g' % (
+            d['key'], d['class'], d['region'], d['zone'], d['weight']))
+    lines += ['WARNING: ' + w for w in p['warnings']]
+    built = p['built']
+    if built:
+        lines.append('built %s and %s: balance %.2f, dispersion %.2f' % (
+            built['builder'], built['ring'], built['balance'],
+            built['dispersion']))
+        for ip, s in built['servers'].items():
+            lines.append('  %-16s %5.1f%% of the weight, %5.1f%% of the '
+                         'partition replicas' % (ip, 100 * s['weight_share'],
+                                                 100 * s['part_share']))
+        lines.append('copy swift.conf and %s to every node' % built['ring'])
+    elif p['exists']:
+        lines.append('apply would refuse: %s exists' % ' and '.join(
+            p['exists']))
+    else:
+        lines.append('dry run: nothing written (substores apply builds %s '
+                     'and %s)' % (p['builder'], p['ring']))
+    return '\n'.join(lines)
+
+
+def add_parsers(subparsers):
+    """Register ``substores plan`` and ``substores apply``."""
+    p = subparsers.add_parser('substores', help='a new substore\'s ring '
+                              'over every server holding devices of '
+                              'chosen classes')
+    actions = p.add_subparsers(dest='action', required=True)
+    for action, text in (('plan', 'show the devices; write nothing'),
+                         ('apply', 'build and write the builder and the '
+                          'ring')):
+        a = actions.add_parser(action, help=text, description=__doc__.split(
+            '\n\n')[0])
+        a.add_argument('--name', required=True,
+                       help='the storage policy, in swift.conf already')
+        a.add_argument('--classes', required=True,
+                       help='the devices\' classes, e.g. fast or '
+                       'medium,fast')
+        a.add_argument('--replicas', type=float, default=3.0)
+        a.add_argument('--part-power', type=int, default=10)
+        a.add_argument('--min-part-hours', type=int, default=MIN_PART_HOURS)
+        a.add_argument('--exclude', action='append',
+                       metavar='IP:PORT/DEVICE',
+                       help='leave this device out (repeat)')
+        a.add_argument('--force', action='store_true',
+                       help='build even when a server holding devices of '
+                       'the classes is left out')
+        a.add_argument('--seed', type=int,
+                       help='the rebalance\'s random seed')
+        devices.location_options(a)
+        a.set_defaults(func=lambda args: output.emit(
+            args, lambda: run_plan(args, args.action == 'apply'),
+            format_plan))
