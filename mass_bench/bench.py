@@ -7,11 +7,19 @@ Modes, all on the same cluster:
   without``): Swift as it is;
 * ``static``: Mass in the pipelines, every tenant pinned by hand to the
   class its workload is meant to have (the Crystal-like manual assignment);
-* ``mass``: Mass in the pipelines, no pins: the control loop decides.
+* ``mass``: Mass in the pipelines, no pins: the control loop decides;
+* a variant (``--variant NAME=MODE:OPTION=VALUE[+OPTION=VALUE...]``): one
+  of the modes above with the object servers' ``[filter:mass_queue]``
+  options set so (``tools/saio queue``); every other mode runs with the
+  values the object servers had when the bench began, so a variant and
+  its mode are compared in the same ABBA cycles.  For example
+  ``--variant adaptive=mass:adaptive_slots=true``.
 
 A run of a mode: each tenant gets a fresh container, created in that mode
 (so Mass's routing applies to it), filled with the workload's starting
-objects; then all tenants' clients run at once, one process per tenant
+objects (through ``--seed-url``'s proxy if given: one without Mass, so
+that Mass's monitor does not count the filling as the tenant's
+workload); then all tenants' clients run at once, one process per tenant
 with one thread and connection per client, for a warm-up that is not
 measured and the measured time.  Per tenant: operations/s, MB/s, mean,
 p50 and p99 latency, errors (5xx and failed connections), and the cache's
@@ -39,6 +47,7 @@ not tests: nothing here asserts a speed.
 """
 import argparse
 import collections
+import configparser
 import http.client
 import json
 import logging
@@ -61,7 +70,57 @@ MODES = ('default', 'static', 'mass')
 DEFAULT_TENANTS = ('photos:web:web=A', 'dbdump:dump:dump=B',
                    'backup:job:job=C')
 PROXY_CONF = '/etc/swift/proxy-server.conf'
+# Any object server's config: tools/saio queue sets the same
+# [filter:mass_queue] options in all of them.
+OBJECT_CONF = '/etc/swift/object-server/1.conf'
+QUEUE_SECTION = 'filter:mass_queue'
 ERROR = 599  # status recorded for a request that got no answer
+
+
+class Variant(object):
+    """A mode run with other ``[filter:mass_queue]`` options."""
+
+    FORM = 'NAME=MODE:OPTION=VALUE[+OPTION=VALUE...]'
+
+    def __init__(self, name, mode, options):
+        self.name, self.mode, self.options = name, mode, options
+
+    @classmethod
+    def parse(cls, text):
+        name, _, rest = text.partition('=')
+        mode, _, pairs = rest.partition(':')
+        name, mode = name.strip(), mode.strip()
+        options = {}
+        for pair in pairs.split('+') if pairs else ():
+            option, sep, value = pair.partition('=')
+            if not sep or not option.strip() or not value.strip():
+                options = {}
+                break
+            options[option.strip()] = value.strip()
+        if not name or name in MODES or mode not in MODES or not options:
+            raise ValueError(
+                '--variant: %r; expected %s with MODE one of %s and a NAME '
+                'that is not one of them' % (text, cls.FORM,
+                                             ', '.join(MODES)))
+        return cls(name, mode, options)
+
+
+def queue_options(path, options):
+    """{option: value} of ``options`` as ``path``'s [filter:mass_queue]
+    sets them; ValueError for one it leaves to its default (the bench could
+    not put that back after a variant)."""
+    parser = configparser.RawConfigParser()
+    if not parser.read(path) or not parser.has_section(QUEUE_SECTION):
+        raise ValueError('--variant: no [%s] in %s' % (QUEUE_SECTION, path))
+    missing = [o for o in options
+               if not parser.has_option(QUEUE_SECTION, o)]
+    if missing:
+        raise ValueError(
+            '--variant: %s not set in %s; set the value the other modes '
+            'should run with first (tools/saio queue %s)' % (
+                ', '.join(sorted(missing)), path,
+                ' '.join('%s=...' % o for o in sorted(missing))))
+    return {o: parser.get(QUEUE_SECTION, o) for o in options}
 
 
 def default_saio():
@@ -311,8 +370,16 @@ def ratio_summary(ratios, control=None):
 class Bench(object):
 
     def __init__(self, tenants, auth_url, saio=None, conf=PROXY_CONF,
-                 progress=print, settle=None, sampler=None):
+                 progress=print, settle=None, sampler=None, variants=(),
+                 object_conf=OBJECT_CONF, seed_url=None):
         self.tenants = tenants
+        # a proxy whose pipeline has no Mass, for the starting objects
+        self.seed_url = seed_url
+        self.variants = {v.name: v for v in variants}
+        # what every mode but a variant runs with, and what is set now
+        self.queue_baseline = queue_options(object_conf, {
+            o for v in variants for o in v.options}) if variants else {}
+        self.queue_now = dict(self.queue_baseline)
         self.auth_url = auth_url
         self.saio = saio
         self.conf = conf
@@ -347,11 +414,35 @@ class Bench(object):
                        stdout=subprocess.DEVNULL)
         self.pipeline = mode
 
+    def _queue(self, options):
+        wanted = {o: v for o, v in options.items()
+                  if self.queue_now.get(o) != v}
+        if not wanted:
+            return
+        if self.saio is None:
+            raise RuntimeError('a variant needs tools/saio (--saio PATH)')
+        self.queue_now = {}  # unknown, should the change fail halfway
+        subprocess.run([self.saio, 'queue'] + sorted(
+            '%s=%s' % pair for pair in wanted.items()), check=True,
+            stdout=subprocess.DEVNULL)
+        self.queue_now = dict(self.queue_baseline, **options)
+
+    def restore_queue(self):
+        """Put back the object servers' options a variant changed."""
+        self._queue(self.queue_baseline)
+
     def switch(self, mode):
+        variant = self.variants.get(mode)
+        self._queue(variant.options if variant else self.queue_baseline)
+        if variant:
+            self._switch(variant.mode)
+            self.mode = mode
+            return
+        self._switch(mode)
+
+    def _switch(self, mode):
         want = 'without' if mode == 'default' else 'with'
-        was = None if self.mode is None else (
-            'without' if self.mode == 'default' else 'with')
-        if was != want:
+        if self.pipeline != want:
             self._pipeline(want)
         if mode == 'static':
             store = self._store()
@@ -405,7 +496,7 @@ class Bench(object):
         bodies = {}
 
         def put(chunk):
-            conn = Connection(tenant.url)
+            conn = Connection(self.seed_storage_url(tenant))
             for name in chunk:
                 size = chooser.size()
                 body = bodies.setdefault(size, os.urandom(size))
@@ -420,6 +511,14 @@ class Bench(object):
         for thread in threads:
             thread.join()
         return names
+
+    def seed_storage_url(self, tenant):
+        """Where the starting objects are written: the tenant's storage
+        URL, on the --seed-url proxy if there is one."""
+        if not self.seed_url:
+            return tenant.url
+        return self.seed_url.rstrip('/') + urllib.parse.urlsplit(
+            tenant.url).path
 
     def run(self, stage, label):
         """Run `stage` ({tenant: workload or None}) once in the current
@@ -727,7 +826,13 @@ def add_arguments(parser):
         '(default: %s)' % (', '.join(sorted(workloads.PRESETS)),
                            ' '.join(DEFAULT_TENANTS)))
     parser.add_argument('--modes', default=','.join(MODES),
-                        help='comma-separated, of %s' % ', '.join(MODES))
+                        help='comma-separated, of %s and the names of '
+                        'variants' % ', '.join(MODES))
+    parser.add_argument('--variant', action='append', default=[],
+                        help='%s: a mode that runs as MODE with these '
+                        '[filter:mass_queue] options on the object servers '
+                        '(the other modes keep the values they had); '
+                        'repeatable' % Variant.FORM)
     parser.add_argument('--cycles', type=int, default=3,
                         help='ABBA cycles (at least 3 for a comparison)')
     parser.add_argument('--no-control', action='store_true',
@@ -740,6 +845,12 @@ def add_arguments(parser):
     parser.add_argument('--staged', choices=('external', 'internal'))
     parser.add_argument('--auth-url', default='http://127.0.0.1:8080/'
                         'auth/v1.0')
+    parser.add_argument('--seed-url', help='a proxy (e.g. the SAIO\'s '
+                        'http://127.0.0.1:8082, no Mass in its pipeline) '
+                        'that writes each run\'s starting objects, so '
+                        'Mass does not count them as the tenant\'s '
+                        'workload; containers are still created through '
+                        '--auth-url\'s proxy (default: that proxy too)')
     parser.add_argument('--saio', default=default_saio(),
                         help='the tools/saio that switches pipelines')
     parser.add_argument('--out', default='bench-results',
@@ -756,11 +867,13 @@ def main(argv=None):
     try:
         tenants = [Tenant.parse(t) for t in (args.tenant or
                                              DEFAULT_TENANTS)]
+        variants = [Variant.parse(v) for v in args.variant]
+        allowed = list(MODES) + [v.name for v in variants]
         modes = [m.strip() for m in args.modes.split(',') if m.strip()]
-        bad = [m for m in modes if m not in MODES]
+        bad = [m for m in modes if m not in allowed]
         if bad or not modes:
             raise ValueError('--modes: %r; allowed: %s' % (
-                args.modes, ', '.join(MODES)))
+                args.modes, ', '.join(allowed)))
         if args.cycles < 1:
             raise ValueError('--cycles: at least 1')
         for tenant in tenants:
@@ -772,8 +885,14 @@ def main(argv=None):
     except ValueError as err:
         print('tools/bench: %s' % err, file=sys.stderr)
         return 2
-    bench = Bench(tenants, args.auth_url, saio=args.saio, conf=args.conf,
-                  progress=_progress)
+    try:
+        bench = Bench(tenants, args.auth_url, saio=args.saio,
+                      conf=args.conf, progress=_progress, variants=[
+                          v for v in variants if v.name in modes],
+                      seed_url=args.seed_url)
+    except ValueError as err:
+        print('tools/bench: %s' % err, file=sys.stderr)
+        return 2
     for tenant in tenants:
         tenant.authenticate(args.auth_url)
     began = time.time()
@@ -788,6 +907,7 @@ def main(argv=None):
             text = format_summary(result)
     finally:
         bench.unpin()
+        bench.restore_queue()
         if bench.pipeline not in (None, 'with'):
             # leave the cluster as it was found: Mass in the pipelines
             bench._pipeline('with')

@@ -130,7 +130,7 @@ def _control_settings(conf, section=SECTION):
     return controller.Settings(
         thresholds=thresholds, rings=rings, methods=methods,
         window=int_option(conf, section, 'window_seconds', 60, 10),
-        margin=float_option(conf, section, 'validation_margin', 0.2, 0.0,
+        margin=float_option(conf, section, 'validation_margin', 0.0, 0.0,
                             10.0),
         holdoff=int_option(conf, section, 'holdoff_seconds', 600, 0))
 
@@ -150,6 +150,8 @@ def redacted_url(url):
 STORES = ('redis', 'memcache', 'local')
 REDIS_SCHEMES = ('redis', 'rediss', 'unix')
 DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0'
+# tenants with statsd counters of their own, per worker and flush
+DEFAULT_TENANT_METRICS = 1000
 DEFAULT_REDIS_TIMEOUT_MS = 50
 DEFAULT_STORE_RETRY_AFTER = 30
 CACHE_BACKENDS = ('redis', 'memcache', 'local')
@@ -257,6 +259,10 @@ class MassConf(object):
                                      300.0)
         self.bucket_seconds = int_option(conf, section, 'bucket_seconds', 5,
                                          1)
+        #: per-tenant statsd counters of a flush for at most this many
+        #: tenants, the busiest (0: none)
+        self.tenant_metrics = int_option(conf, section, 'tenant_metrics',
+                                         DEFAULT_TENANT_METRICS, 0)
         #: the control loop's (swift_mass.control.controller.Settings)
         self.control = _control_settings(conf, section)
         if self.control.window < 2 * self.bucket_seconds:

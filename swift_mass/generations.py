@@ -309,8 +309,11 @@ class Generations(object):
         self.bumped = None
         self.bumped_version = None
         self.registration_ms = int(self.heartbeat_interval * 4 * 1000) + 5000
-        # until when this process's registration surely lives (its clock)
+        # until when the registration of the process whose heartbeat got
+        # through surely lives (its clock), and that process: a worker
+        # forked after it is not registered, yet inherits both
         self.registered_until = 0.0
+        self._registered_pid = None
         self._process = None
 
     def _client(self, url, timeout):
@@ -454,8 +457,10 @@ class Generations(object):
     def bumps_writes_of(self, tenant):
         """Whether this object server bumps the writes of ``tenant``: the
         tenants of the set it applies, or everyone's until it has loaded
-        one, and again once its registration may have lapsed."""
-        if self.bumped is None or self.clock() >= self.registered_until:
+        one, and again once its registration may have lapsed or, in a
+        worker forked since, was never made."""
+        if self.bumped is None or self.clock() >= self.registered_until \
+                or self._registered_pid != os.getpid():
             return True
         return tenant in self.bumped
 
@@ -561,6 +566,7 @@ class Generations(object):
             # call: the registration surely lives until then
             self.registered_until = began + self.registration_ms / 1000.0 \
                 - 1.0
+            self._registered_pid = os.getpid()
         return True
 
     def process(self):

@@ -8,6 +8,15 @@ Every name is spelled here once, with its WSGI environ key beside it; both
 filters and ``swift-mass`` use these, and nothing in this module imports
 Swift or eventlet (``swift-mass`` imports it on operators' machines).
 
+No tag names the tenant: a tenant is the account of the request's path, and
+every storage server sees that account in its own path
+(``/<device>/<partition>/<account>/...``).  Each ``X-Backend-*`` header
+costs Swift's proxy work on every backend request, and a tenant tag could
+only repeat the path (or disagree with it).  ``mass_queue`` ignores the
+``X-Backend-Mass-Tenant`` that proxies of earlier releases send during a
+rolling upgrade (it always named the path's account); ``mass`` still strips
+one a client sends, as any name in the Mass namespaces.
+
 Priorities are integers from PRIORITY_MIN (background) to PRIORITY_MAX (most
 urgent); a larger number is served first.
 """
@@ -24,8 +33,6 @@ def environ_key(header):
 
 
 # Request tags, set by ``mass`` on every request of a tenant.
-TENANT_HEADER = 'X-Backend-Mass-Tenant'
-TENANT_ENV = environ_key(TENANT_HEADER)
 PRIORITY_HEADER = 'X-Backend-Mass-Priority'
 PRIORITY_ENV = environ_key(PRIORITY_HEADER)
 # Once the control loop has classified the tenant.
@@ -42,6 +49,8 @@ BATCH_ENV = environ_key(BATCH_HEADER)
 BATCH = 'true'
 
 # WSGI environ keys for the same facts, for middlewares further right.
+# The tenant (the path's account, as a WSGI string) is in the proxy's
+# environ only.
 ENV_TENANT = 'mass.tenant'
 ENV_PRIORITY = 'mass.priority'
 ENV_POLICY = 'mass.policy'

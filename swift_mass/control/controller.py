@@ -16,8 +16,10 @@ change.  It does, in order:
   window before it took effect become its baseline;
 * validation: once a policy has run for a whole window, the latency of the
   tenant's dominant operation is compared with the baseline; a policy that
-  made it worse by more than ``margin`` is deleted (method ``none``) and the
-  method is not given to that tenant again for ``holdoff`` seconds.
+  did not make it better (by default: ``margin`` 0, any worsening) is
+  deleted (method ``none``) and the method is not given to that tenant
+  again for ``holdoff`` seconds.  A method costs memory, Redis and CPU
+  even when it does not slow its tenant down: it must earn its place.
 
 The cluster's load moves every tenant's latency, so when the other tenants
 made enough of the same operations both before and after, the comparison
@@ -34,8 +36,11 @@ import collections
 from swift_mass.control import classify
 
 METHODS = ('cache', 'batch', 'merge', 'none')
+# merge is not given by default: on every cluster it was measured on, a
+# mixed tenant was slower with it (docs/benchmarks.md); an operator who
+# has one where it helps sets mixed_method = merge.
 DEFAULT_METHODS = {classify.READ: 'cache', classify.WRITE: 'batch',
-                   classify.MIXED: 'merge'}
+                   classify.MIXED: 'none'}
 
 Settings = collections.namedtuple('Settings', [
     'thresholds',  # classify.Thresholds
@@ -49,7 +54,7 @@ Settings = collections.namedtuple('Settings', [
 DEFAULT_SETTINGS = Settings(
     thresholds=classify.DEFAULT_THRESHOLDS,
     rings={classify.READ: '', classify.WRITE: '', classify.MIXED: ''},
-    methods=DEFAULT_METHODS, window=60, margin=0.2, holdoff=600)
+    methods=DEFAULT_METHODS, window=60, margin=0.0, holdoff=600)
 
 
 def dominant_latency(cls, figures):
@@ -115,6 +120,16 @@ def new_entry(cls, settings, now, reason):
     }
 
 
+def keeps_when_idle(previous, pin=None):
+    """Whether :func:`decide` keeps ``previous`` as it is (and gives no
+    reason) for a tenant that made no request in the window, whatever the
+    time: true of an entry that is not pinned, of a tenant without a pin.
+    Its class needs ``min_requests`` to change, its validation the latency
+    of some request; only a pin, or an unpin, changes an idle tenant's
+    entry.  The leader calls decide only for the others."""
+    return previous is not None and not pin and not previous.get('pinned')
+
+
 def decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
            pin=None, reference=None):
     """The tenant's new table entry (None: the tenant has none) and a
@@ -135,8 +150,12 @@ def decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
         if previous and previous.get('pinned') and all(
                 previous.get(k) == v for k, v in wanted.items()):
             return previous, []
+        # a pin does not judge methods, so it keeps the hold-offs it found:
+        # once unpinned, a method validation deleted stays held off
+        holdoff = {m: t for m, t in (previous or {}).get(
+            'holdoff', {}).items() if t > now}
         entry = dict(new_entry(cls, settings, now, 'pinned by operator'),
-                     pinned=True, validated=True, **wanted)
+                     pinned=True, validated=True, holdoff=holdoff, **wanted)
         return entry, ['%s: pinned to %s (ring %r, method %s)' % (
             tenant, cls, entry['ring'], entry['method'])]
 

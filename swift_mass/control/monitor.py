@@ -111,10 +111,11 @@ class Window(object):
 
     def drain(self):
         """Hand over and forget the pending deltas:
-        ``{(tenant, bucket): {field: delta}}``."""
+        ``{(tenant, bucket): {field: delta}}`` (the dicts are Counters,
+        handed over as they are: a flush of many tenants copies none)."""
         pending, self._pending = self._pending, collections.defaultdict(
             collections.Counter)
-        return {key: dict(counts) for key, counts in pending.items()}
+        return dict(pending)
 
     def __len__(self):
         return len(self._pending)
@@ -144,6 +145,43 @@ def _percentile(histogram, fraction):
         if seen >= need:
             return bound
     return math.inf
+
+
+#: the prefixes of the counters the controller decides by: all that
+#: :func:`decision_figures` reads, and all that the leader reads
+DECISION_FIELDS = ('ops.', 'lat_ms.')
+_OP_FIELDS = tuple((op, 'ops.' + op, 'lat_ms.' + op) for op in OPS)
+
+
+def decision_figures(buckets):
+    """Figures of a tenant's buckets (an iterable of field dicts, of which
+    only the :data:`DECISION_FIELDS` are read) with what
+    :func:`swift_mass.control.controller.decide` reads: reads, writes, ops
+    and mean_latency_ms, as :func:`figures` gives them; the others empty.
+    What the leader computes for every tenant with requests, each interval:
+    a fraction of what :func:`figures` costs."""
+    buckets = list(buckets)
+    if len(buckets) == 1:
+        total = buckets[0]
+    else:
+        total = {}
+        for bucket in buckets:
+            for field, value in bucket.items():
+                total[field] = total.get(field, 0) + value
+    ops, mean = {}, {}
+    reads = writes = 0
+    for op, ops_field, ms_field in _OP_FIELDS:
+        n = total.get(ops_field)
+        if n:
+            ops[op] = n
+            mean[op] = total.get(ms_field, 0) / float(n)
+            if op in READ_OPS:
+                reads += n
+            elif op in WRITE_OPS:
+                writes += n
+    # reads, writes, ops, errors, bytes_in, bytes_out, mean_latency_ms,
+    # p99_latency_ms, sizes (positional: it is made for every tenant)
+    return Figures(reads, writes, ops, {}, 0, 0, mean, {}, {})
 
 
 def figures(buckets):

@@ -11,7 +11,7 @@ from swift.common.constraints import check_drive, check_utf8
 from swift.common.registry import register_swift_info
 from swift.common.request_helpers import split_and_validate_path
 from swift.common.swob import HTTPException, HTTPServiceUnavailable, \
-    Request, str_to_wsgi, wsgi_to_str, wsgi_unquote
+    Request, str_to_wsgi, wsgi_to_str
 from swift.common.utils import ClosingIterator, config_true_value, \
     get_logger
 from swift.common.wsgi import WSGIContext
@@ -89,18 +89,27 @@ class BumpedWrite(WSGIContext):
 
 
 class MassQueueMiddleware(object):
-    """Tags each backend request with its Mass priority, tenant and class,
-    and admits it to its device through a priority queue.
+    """Tags each backend request with its Mass priority and class, and
+    admits it to its device through a priority queue.
 
     Tags.  The filter reads the priority the proxy filter ``mass`` put on a
-    backend request (``X-Backend-Mass-Priority``), the tenant
-    (``X-Backend-Mass-Tenant``) and its workload class
-    (``X-Backend-Mass-Class``: read, write or mixed), and records them in
-    the WSGI environ (``mass.priority``, ``mass.tenant``, ``mass.class``)
-    for the object server.  A missing or malformed priority gets
+    backend request (``X-Backend-Mass-Priority``) and its tenant's workload
+    class (``X-Backend-Mass-Class``: read, write or mixed), and records
+    them in the WSGI environ (``mass.priority``, ``mass.class``) for the
+    object server.  A missing or malformed priority gets
     ``default_priority``, never an error; replication traffic (REPLICATE,
     SSYNC, ``X-Backend-Replication: true``) gets ``background_priority``,
     whatever it carries.
+
+    Tenant.  The tenant of a request is the account of its path
+    (``/<device>/<partition>/<account>/<container>/<object>``), the very
+    account the proxy's ``mass`` took the tenant from; no tag carries it,
+    which spares every backend request a header Swift would copy and
+    re-encode, and the path cannot disagree with the tenant.  The filter
+    does not record it in the environ (nothing on the object server reads
+    it).  An ``X-Backend-Mass-Tenant`` header, which proxies of earlier
+    Mass releases send during a rolling upgrade, is ignored: it always
+    named the path's account.
 
     Queue.  Every request the object server would serve from one of its
     devices (``/<device>/<partition>/...``; the device a directory under
@@ -127,8 +136,9 @@ class MassQueueMiddleware(object):
 
     * Urgent tenants may keep ``urgent_share`` of each device's slots to
       themselves while they are active, and lend them to everyone once they
-      have been idle ``urgent_idle_seconds``.  A tenant is urgent when it is
-      in ``urgent_tenants`` or when the proxy marks its requests
+      have been idle ``urgent_idle_seconds``.  A tenant is urgent when its
+      account (the path's) is in ``urgent_tenants`` or when the proxy marks
+      its requests
       ``X-Backend-Mass-Urgent: true`` (an operator marked its account with
       ``swift-mass urgent TENANT --on``; see ``swift_mass.proxy.urgent``).
     * With ``adaptive_slots``, each device's slot counts follow utilisation
@@ -220,9 +230,6 @@ class MassQueueMiddleware(object):
             env[tags.ENV_PRIORITY] = priority
             label = str(priority)
         self.logger.increment('priority.' + label)
-        tenant = env.get(tags.TENANT_ENV)
-        if tenant:
-            env[tags.ENV_TENANT] = wsgi_unquote(tenant)
         cls = env.get(tags.CLASS_ENV)
         if cls in tags.CLASSES:
             env[tags.ENV_CLASS] = cls
@@ -266,17 +273,6 @@ class MassQueueMiddleware(object):
                 on_event=lambda event: self.logger.increment(
                     'queue.' + event))
         return queue
-
-    @staticmethod
-    def _tenant(env, account):
-        """The tenant as a native string, comparable with the configured
-        urgent_tenants."""
-        tenant = env.get(tags.ENV_TENANT)
-        if tenant is None:
-            # No proxy tag (a request not through a Mass proxy): the
-            # account in the path is the tenant.
-            return account or None
-        return wsgi_to_str(tenant) or None
 
     def _wait(self, queue, ticket):
         event = Event()
@@ -334,7 +330,11 @@ class MassQueueMiddleware(object):
         503 when it waited past its deadline."""
         queue = self._queue_of(device)
         urgent = env.get(tags.URGENT_ENV) == tags.URGENT
-        tenant = self._tenant(env, account) \
+        # The tenant is the path's account, a native string as the
+        # configured urgent_tenants are; an X-Backend-Mass-Tenant (sent by
+        # proxies older than this filter, naming the same account) is
+        # ignored.
+        tenant = (account or None) \
             if self.conf.urgent_tenants or urgent else None
         if urgent and len(self.urgent_seen) < MAX_URGENT_SEEN:
             self.urgent_seen.add(tenant or '')

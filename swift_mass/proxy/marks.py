@@ -48,7 +48,6 @@ from swift.proxy.controllers.base import get_account_info, \
     get_container_info
 
 from swift_mass import tags
-from swift_mass.proxy.tenant import object_of
 
 WRITES = ('PUT', 'POST', 'DELETE')
 # Tenants a worker remembers; beyond it, the oldest is forgotten (one more
@@ -208,9 +207,9 @@ class StagedRead(WSGIContext):
 
     @staticmethod
     def applies(env):
-        """Whether a request is a read of an object that may fall back."""
+        """Whether a request of an object is a read that may fall back."""
         return env['REQUEST_METHOD'] in ('GET', 'HEAD') and \
-            not env.get('reseller_request') and object_of(env['PATH_INFO'])
+            not env.get('reseller_request')
 
 
 MIGRATING = MigratingMark(tags.MIGRATING_MARK_HEADER, 'container')

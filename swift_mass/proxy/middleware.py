@@ -99,14 +99,14 @@ class TenantRequest(WSGIContext):
         super(TenantRequest, self).__init__(app)
         self.agent = agent
 
-    def __call__(self, env, start_response, tenant, counting):
-        """``counting``: whether the control loop counts requests."""
+    def __call__(self, env, start_response, tenant, counting, is_object):
+        """``counting``: whether the control loop counts requests;
+        ``is_object``: whether the request addresses an object."""
         op = None
         if counting:
             op = monitor.operation(env['REQUEST_METHOD'],
                                    env.get('swift.source'))
         showing = [mark for mark in marks.MARKS if mark.shows(env)]
-        is_object = object_of(env['PATH_INFO'])
         try:
             length = int(env['CONTENT_LENGTH'])
         except (KeyError, ValueError):
@@ -161,10 +161,17 @@ class MassMiddleware(object):
       choose its own tags or priority;
     * tags the request with its tenant, priority and, once the control
       loop has classified the tenant, its workload class: in the WSGI
-      environ (``mass.tenant``, ``mass.priority``, ``mass.policy``) and as
-      ``X-Backend-Mass-Tenant`` / ``-Priority`` / ``-Class`` headers, which
-      Swift's proxy forwards to every account, container and object server
-      the request reaches; ``mass_queue`` reads them on the object servers;
+      environ (``mass.tenant``, ``mass.priority``, ``mass.policy``), and
+      the priority and class as ``X-Backend-Mass-Priority`` / ``-Class``
+      headers, which Swift's proxy forwards to every account, container
+      and object server the request reaches; ``mass_queue`` reads them on
+      the object servers.  No header carries the tenant: it is the account
+      of the request's path, which the storage servers see in their own
+      path (``/<device>/<partition>/<account>/...``), so a tenant tag
+      would cost every backend request a header Swift copies and
+      re-encodes and could only repeat the path; ``mass_queue`` ignores the
+      ``X-Backend-Mass-Tenant`` of proxies of earlier releases during a
+      rolling upgrade (it always named the path's account);
       a tenant an operator marked urgent in its account sysmeta also gets
       ``X-Backend-Mass-Urgent: true``, and a tenant whose policy's method
       is batch ``X-Backend-Mass-Batch: true``;
@@ -191,16 +198,16 @@ class MassMiddleware(object):
 
     Each worker runs the control loop in a green thread (see
     ``swift_mass.control.agent``): every ``interval`` seconds it flushes
-    its counts to the shared store, loads the policy table when its version
-    changed, and, if it holds the leader lease, classifies every tenant
+    its counts to the shared store, applies what changed in the policy
+    table, and, if it holds the leader lease, classifies every tenant
     (read, write or mixed), turns the class into a policy {tenant,
     substore, method}, validates policies that have run for a window, and
-    publishes the table.  Each decision is logged with its reason and kept
-    durably in the tenant's account sysmeta (``swift_mass.proxy.sysmeta``),
-    so it survives the loss of the shared store and reloads.  The shared
-    store is Redis; when Redis is down, Swift's memcache, then worker-local
-    state, stand in (a request never fails or waits because a store is
-    down).
+    writes the entries that changed.  Each decision is logged with its
+    reason and kept durably in the tenant's account sysmeta
+    (``swift_mass.proxy.sysmeta``), so it survives the loss of the shared
+    store and reloads.  The shared store is Redis; when Redis is down,
+    Swift's memcache, then worker-local state, stand in (a request never
+    fails or waits because a store is down).
 
     Routing: a container PUT of a tenant whose policy names a substore (a
     storage policy of swift.conf) gets ``X-Storage-Policy: <substore>`` when
@@ -241,7 +248,8 @@ class MassMiddleware(object):
             self.store, self.conf.control, worker_name(), self.logger,
             interval=self.conf.interval,
             bucket_seconds=self.conf.bucket_seconds, durable=self.sysmeta,
-            generations=self.methods.cache.generations)
+            generations=self.methods.cache.generations,
+            tenant_metrics=self.conf.tenant_metrics)
         self._loop_pid = None
         self.urgent_tenants = marks.UrgentTenants(
             app, self.conf.urgent_recheck_seconds, logger=self.logger)
@@ -274,8 +282,10 @@ class MassMiddleware(object):
         refusal = authorization.settle()
         if refusal is not None:
             return refusal(env, start_response)
-        return TenantRequest(self._app_for(env, entry), self.agent)(
-            env, start_response, tenant, self.conf.control_loop)
+        is_object = object_of(env['PATH_INFO'])
+        return TenantRequest(self._app_for(env, entry, is_object),
+                             self.agent)(env, start_response, tenant,
+                                         self.conf.control_loop, is_object)
 
     def _authorized(self, env, tenant):
         """What waits until Swift authorised the request
@@ -287,14 +297,14 @@ class MassMiddleware(object):
                                        self.conf.migrate_retry_after)
 
     def _tag(self, env, tenant):
-        """Tag a tenant's request with its tenant, priority and, once the
+        """Tag a tenant's request with its tenant (in the environ only: the
+        storage servers take it from their path), priority and, once the
         control loop has classified the tenant, its class (its method tags
         what it needs: methods.Methods.app_for; the urgent tag waits for
         authorisation: _authorized); return the tenant's policy entry or
         None."""
         env[tags.ENV_TENANT] = tenant
         env[tags.ENV_PRIORITY] = self.conf.default_priority
-        env[tags.TENANT_ENV] = wsgi_quote(tenant, safe='')
         env[tags.PRIORITY_ENV] = self._priority_header
         if not self.conf.control_loop:
             return None
@@ -305,7 +315,7 @@ class MassMiddleware(object):
             env[tags.CLASS_ENV] = entry['class']
         return entry
 
-    def _app_for(self, env, entry):
+    def _app_for(self, env, entry, is_object):
         """The one app that answers a tenant's request: its policy's
         method, the routing of a new container to its substore, or the app
         right of Mass (for a read of an object, through marks.StagedRead:
@@ -316,7 +326,7 @@ class MassMiddleware(object):
                 env['REQUEST_METHOD'] == 'PUT' and \
                 routing.container_of(env['PATH_INFO']):
             app = self._route
-        elif marks.StagedRead.applies(env):
+        elif is_object and marks.StagedRead.applies(env):
             app = marks.StagedRead(self.app)
         return self.methods.app_for(env, entry, app)
 
@@ -344,7 +354,8 @@ class MassMiddleware(object):
     def _route(self, env, start_response):
         """A PUT of a tenant whose policy has a substore: a new container
         gets the substore's storage policy (swift_mass.proxy.routing)."""
-        tenant = env[tags.TENANT_ENV]  # quoted for logs
+        # quoted for logs: one line, whatever the account's name
+        tenant = wsgi_quote(env[tags.ENV_TENANT], safe='')
 
         def container_exists():
             # pre-authorised, and from the infocache or memcache when the

@@ -125,11 +125,13 @@ def test_each_device_has_an_object_server_process_of_its_own(hetero):
 
 # strace -f -ttt -T -o FILE: "TID SECONDS call(args) = result <took>",
 # or the call "<unfinished ...>" and, later, "<... call resumed>"
+# strace pads the thread id to a column: '7172  1795515623.4 ...' but
+# '17172 1795515623.4 ...'
 STRACE_LINE = re.compile(
-    r'^(\d+) (\d+\.\d+) (\w+)\((.*?)(?:\)\s+= (-?\d+)[^<]*'
+    r'^(\d+)\s+(\d+\.\d+) (\w+)\((.*?)(?:\)\s+= (-?\d+)[^<]*'
     r'<(\d+\.\d+)>| <unfinished \.\.\.>)$')
 RESUMED = re.compile(
-    r'^(\d+) (\d+\.\d+) <\.\.\. (\w+) resumed>(.*?)\)\s+= (-?\d+)'
+    r'^(\d+)\s+(\d+\.\d+) <\.\.\. (\w+) resumed>(.*?)\)\s+= (-?\d+)'
     r'[^<]*<(\d+\.\d+)>$')
 
 
@@ -215,9 +217,11 @@ def test_every_write_substore_201_follows_a_flush_that_covers_it(hetero):
     finally:
         strace.terminate()
         strace.wait(10)
+    # a process the trace did not follow would answer untraced
+    assert object_server_pids() == pids, \
+        'the object servers changed while they were traced'
     with open(trace) as fp:
         calls = parse_strace(fp.read())
-    os.unlink(trace)
     acked = sorted(name for name, status in statuses.items()
                    if status == 201)
     assert acked == sorted(bodies), statuses
@@ -250,7 +254,10 @@ def test_every_write_substore_201_follows_a_flush_that_covers_it(hetero):
                 obj, sent, renamed)
         covered[obj] = covered.get(obj, 0) + 1
     # each acknowledged object was durable on a quorum of its replicas
-    assert all(covered.get(name, 0) >= 2 for name in acked), covered
+    # (the trace is kept when this fails, to see what it recorded)
+    assert all(covered.get(name, 0) >= 2 for name in acked), \
+        (covered, trace)
+    os.unlink(trace)
     n_flushes = sum(len(f) for f in flushes.values())
     print('%d object-server 201s, each after a flush covering it; %d '
           'flushes for %d writes' % (len(answered), n_flushes,

@@ -63,6 +63,7 @@ def policies(monkeypatch):
 # (option, a bad value): one row per option MassConf reads
 BAD = [
     ('default_priority', '10'), ('control_loop', 'sure'),
+    ('tenant_metrics', '-1'),
     ('interval', '0'), ('bucket_seconds', '0'), ('window_seconds', '5'),
     ('read_share', '1.5'), ('write_share', '-0.1'), ('min_requests', '0'),
     ('hysteresis', '0.6'), ('read_substore', 'gold'),
@@ -140,7 +141,8 @@ def test_defaults():
         (30.0, 60)
     assert mass.control.window == 60
     assert mass.control.methods == {'read': 'cache', 'write': 'batch',
-                                    'mixed': 'merge'}
+                                    'mixed': 'none'}
+    assert mass.control.margin == 0.0
     assert vars(mass.store) == {
         'kind': 'redis', 'redis_url': 'redis://127.0.0.1:6379/0',
         'redis_timeout_ms': 50, 'retry_after': 30}

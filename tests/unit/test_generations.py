@@ -2,6 +2,7 @@
 against fakeredis: its INFO gives a run_id the tests change to stand for a
 new server process (tests/unit/conftest.py).  The functional tests do the
 same to a real Redis."""
+import os
 import time
 import uuid
 
@@ -312,6 +313,21 @@ def test_an_object_server_bumps_only_the_published_tenants():
     # cannot know whether a proxy trusts more than it bumps
     clock.now += server.registration_ms / 1000.0
     assert server.bumps_writes_of('b')
+
+
+def test_a_forked_worker_bumps_everyone_until_its_own_heartbeat(
+        monkeypatch):
+    prefix = 't:%s:' % uuid.uuid4().hex
+    server = object_server(prefix)
+    reader_of(prefix).publish_bumped({'a'})
+    assert server.heartbeat() and not server.bumps_writes_of('b')
+    # a worker forked now inherits the parent's set and registration, but
+    # no proxy waits for a process it has never seen register
+    parent = os.getpid()
+    monkeypatch.setattr(os, 'getpid', lambda: parent + 1)
+    assert server.bumps_writes_of('b')
+    assert server.heartbeat() and not server.bumps_writes_of('b')
+    assert server.process().split('/')[1] == str(parent + 1)
 
 
 def test_a_tenant_is_trusted_once_every_process_of_every_device_applies_it():

@@ -354,3 +354,65 @@ def test_tenants_log_in_with_swiftclient(monkeypatch):
     assert calls == [('http://p:8080/auth/v1.0', 'photos:web', 'web')]
     assert (tenant.url, tenant.token, tenant.account) == (
         'http://p:8080/v1/AUTH_photos', 'AUTH_tk', 'AUTH_photos')
+
+
+@pytest.mark.parametrize('text', [
+    'adaptive=mass', 'adaptive=fast:adaptive_slots=true',
+    'mass=static:adaptive_slots=true', '=mass:a=1', 'x=mass:a',
+    'x=mass:a=1+b'])
+def test_bad_variants_are_refused(text):
+    with pytest.raises(ValueError, match='NAME=MODE:OPTION=VALUE'):
+        bench.Variant.parse(text)
+
+
+def test_a_variant_runs_its_mode_with_its_queue_options(tmp_path):
+    calls = tmp_path / 'calls'
+    saio = tmp_path / 'saio'
+    saio.write_text('#!/bin/sh\necho "$@" >> %s\n' % calls)
+    saio.chmod(0o755)
+    conf = tmp_path / 'object-server.conf'
+    conf.write_text('[filter:mass_queue]\nadaptive_slots = false\n'
+                    'slots_per_device = 8\n')
+    variant = bench.Variant.parse(
+        'adaptive=mass:adaptive_slots=true+slots_per_device=4')
+    assert (variant.name, variant.mode, variant.options) == (
+        'adaptive', 'mass', {'adaptive_slots': 'true',
+                             'slots_per_device': '4'})
+    runner = bench.Bench([], 'http://p/auth/v1.0', saio=str(saio),
+                         variants=[variant], object_conf=str(conf))
+    for mode in ('default', 'adaptive', 'mass', 'adaptive', 'default'):
+        runner.switch(mode)
+        assert runner.mode == mode
+    runner.restore_queue()
+    assert calls.read_text().splitlines() == [
+        'pipeline without',
+        'queue adaptive_slots=true slots_per_device=4',
+        'pipeline with',
+        'queue adaptive_slots=false slots_per_device=8',
+        'queue adaptive_slots=true slots_per_device=4',
+        'queue adaptive_slots=false slots_per_device=8',
+        'pipeline without']
+
+
+def test_a_variant_of_an_option_left_to_its_default_is_refused(tmp_path,
+                                                               capsys):
+    conf = tmp_path / 'object-server.conf'
+    conf.write_text('[filter:mass_queue]\nslots_per_device = 8\n')
+    with pytest.raises(ValueError, match='adaptive_slots not set in'):
+        bench.Bench([], 'http://p/auth/v1.0', variants=[
+            bench.Variant.parse('a=mass:adaptive_slots=true')],
+            object_conf=str(conf))
+    assert bench.main(['--modes', 'default,b', '--variant',
+                       'a=mass:adaptive_slots=true']) == 2
+    assert "allowed: default, static, mass, a" in capsys.readouterr().err
+
+
+def test_starting_objects_go_through_the_seed_proxy():
+    tenant = bench.Tenant.parse('photos:web:web=A')
+    tenant.url = 'http://127.0.0.1:8080/v1/AUTH_photos'
+    assert bench.Bench([tenant], 'http://p/auth/v1.0').seed_storage_url(
+        tenant) == 'http://127.0.0.1:8080/v1/AUTH_photos'
+    assert bench.Bench(
+        [tenant], 'http://p/auth/v1.0',
+        seed_url='http://127.0.0.1:8082/').seed_storage_url(tenant) == \
+        'http://127.0.0.1:8082/v1/AUTH_photos'

@@ -84,7 +84,7 @@ def test_classifies_tenants_and_publishes_the_table():
             for t, e in agent.table.items()} == {
         'AUTH_photos': ('read', 'fast', 'cache'),
         'AUTH_backup': ('write', 'bulk', 'batch'),
-        'AUTH_db': ('mixed', '', 'merge')}
+        'AUTH_db': ('mixed', '', 'none')}
     assert agent.table_version == agent.store.table_version() == 1
     assert sorted(durable.saved) == ['AUTH_backup', 'AUTH_db', 'AUTH_photos']
     assert logger.counts['decisions'] == 3
@@ -257,3 +257,281 @@ def test_the_leader_publishes_the_tenants_to_bump_at_every_tick():
     clock.now += 5
     agent.tick()
     assert 'AUTH_c' not in bumped()
+
+
+class Recording(LocalStore):
+    """A LocalStore that records the calls the control loop makes."""
+
+    def __init__(self, clock):
+        LocalStore.__init__(self, clock)
+        self.calls = []
+
+    def add_counts_many(self, items, ttl):
+        items = list(items)
+        self.calls.append(('add_counts_many', len(items)))
+        return LocalStore.add_counts_many(self, items, ttl)
+
+    def update_table(self, since, table, changed):
+        self.calls.append(('update_table', sorted(changed)))
+        return LocalStore.update_table(self, since, table, changed)
+
+    def table_changes(self, since):
+        changes = LocalStore.table_changes(self, since)
+        self.calls.append(('table_changes', changes and (
+            sorted(changes[1]), changes[2])))
+        return changes
+
+    def of(self, name):
+        found = [args for call, args in self.calls if call == name]
+        del self.calls[:]
+        return found
+
+
+class KnownDurable(Durable):
+    def __init__(self):
+        Durable.__init__(self)
+        self.known_tenants = []
+
+    def known(self, tenants):
+        self.known_tenants.append(sorted(tenants))
+
+
+def test_a_flush_is_one_call_to_the_store():
+    clock = Clock()
+    store = Recording(clock)
+    agent, _, logger = make(store, clock)
+    for i in range(300):
+        load(agent, 'AUTH_%03d' % i, 1, 1)
+    clock.now += 5  # counts in two buckets
+    load(agent, 'AUTH_000', 0, 2)
+    agent.tick()
+    assert store.of('add_counts_many') == [301]
+    assert logger.counts['tenant.AUTH_000.ops.PUT'] == 3
+    assert logger.counts['class.unknown.ops.GET'] == 300
+    clock.now += 5
+    agent.tick()  # nothing to flush
+    assert store.of('add_counts_many') == []
+
+
+def test_a_flush_to_redis_is_a_round_trip_per_few_thousand_tenants(
+        prefix, monkeypatch):
+    from swift_mass.control.store import RedisStore
+    from tests.unit.helpers import REDIS_URL
+    store = RedisStore(REDIS_URL, prefix=prefix)
+    agent, clock, _ = make(store)
+    agent.record('AUTH_warm', {'ops.GET': 1})
+    agent.flush()  # loads the script
+    executes = []
+    real = store.client.pipeline
+
+    def pipeline(*args, **kwargs):
+        pipe = real(*args, **kwargs)
+        run = pipe.execute
+
+        def execute(*args, **kwargs):
+            executes.append(len(pipe.command_stack))
+            return run(*args, **kwargs)
+        pipe.execute = execute
+        return pipe
+    monkeypatch.setattr(store.client, 'pipeline', pipeline)
+    for i in range(5000):
+        agent.record('AUTH_%04d' % i, {'ops.GET': 1, 'lat_ms.GET': 3})
+    agent.flush()
+    # 5,000 tenants: 20 scripts of 250, 16 to a round trip
+    assert executes == [16, 4]
+    assert len(store.read_counts(0)) == 5001
+
+
+def test_the_leader_decides_the_active_and_writes_what_changed(
+        monkeypatch):
+    clock = Clock()
+    store = Recording(clock)
+    durable = KnownDurable()
+    agent, _, _ = make(store, clock, durable=durable)
+    # 1,000 tenants known, idle
+    known = {'AUTH_idle%04d' % i: dict(controller.new_entry(
+        'read', SETTINGS, clock.now - 600, 'earlier'), validated=True)
+        for i in range(1000)}
+    store.update_table(None, known, list(known))
+    store.of('update_table')
+    load(agent, 'AUTH_photos', 95, 5)
+    load(agent, 'AUTH_quiet', 3, 3)
+    decided = []
+    real_decide = controller.decide
+
+    def decide(tenant, *args, **kwargs):
+        decided.append(tenant)
+        return real_decide(tenant, *args, **kwargs)
+    monkeypatch.setattr(controller, 'decide', decide)
+    agent.tick()
+    assert sorted(decided) == ['AUTH_photos', 'AUTH_quiet']
+    assert store.of('update_table') == [['AUTH_photos']]
+    assert len(agent.table) == 1001
+    clock.now += 5
+    del decided[:]
+    agent.store.set_pin('AUTH_idle0007', {'class': 'write'})
+    agent.tick()
+    assert sorted(decided) == ['AUTH_idle0007', 'AUTH_photos', 'AUTH_quiet']
+    # the leader's own write: nothing to load, not even a delta
+    assert ('table_changes', None) in store.calls
+    assert store.of('update_table') == [['AUTH_idle0007']]
+    assert agent.table['AUTH_idle0007']['pinned']
+    # nothing changed: nothing written
+    clock.now += 5
+    agent.tick()
+    assert store.of('update_table') == []
+
+
+def test_workers_apply_what_changed():
+    clock = Clock()
+    store = Recording(clock)
+    leader, _, _ = make(store, clock, owner='leader')
+    durable = KnownDurable()
+    worker, _, _ = make(store, clock, owner='worker', durable=durable)
+    load(leader, 'AUTH_a', 100, 0)
+    load(leader, 'AUTH_b', 0, 100)
+    leader.tick()
+    worker.tick()
+    assert store.of('table_changes')[-1] == (['AUTH_a', 'AUTH_b'], True)
+    assert durable.known_tenants == [['AUTH_a', 'AUTH_b']]
+    table = worker.table
+    # a pin changes one entry; an unpin after it removes another
+    store.set_pin('AUTH_c', {'class': 'mixed'})
+    clock.now += 5
+    leader.tick()
+    worker.tick()
+    assert store.of('table_changes')[-1] == (['AUTH_c'], False)
+    assert worker.table is table  # changed in place
+    assert sorted(table) == ['AUTH_a', 'AUTH_b', 'AUTH_c']
+    assert durable.known_tenants[-1] == ['AUTH_c']
+    store.delete_pin('AUTH_c')
+    clock.now += 5
+    leader.tick()
+    worker.tick()
+    assert store.of('table_changes')[-1] == (['AUTH_c'], False)
+    assert sorted(table) == ['AUTH_a', 'AUTH_b']
+    assert durable.known_tenants[-1] == []
+    assert (worker.table_id, worker.table_version) == (
+        leader.table_id, leader.table_version)
+    assert worker.table == leader.table
+
+
+def test_a_worker_the_change_log_no_longer_reaches_loads_it_whole():
+    clock = Clock()
+    store = Recording(clock)
+    store.CHANGES_KEPT = 2
+    leader, _, _ = make(store, clock, owner='leader')
+    worker, _, _ = make(store, clock, owner='worker')
+    leader.tick()
+    worker.tick()
+    for tenant in ('AUTH_a', 'AUTH_b', 'AUTH_c'):
+        store.set_pin(tenant, {'class': 'read'})
+        clock.now += 5
+        leader.tick()  # a version each
+    store.of('table_changes')
+    worker._next_tick = 0
+    worker.tick()
+    assert store.of('table_changes') == [(['AUTH_a', 'AUTH_b', 'AUTH_c'],
+                                          True)]
+    assert worker.table == leader.table
+
+
+def test_a_store_that_lost_the_table_is_loaded_again():
+    clock = Clock()
+    store = Recording(clock)
+    leader, _, _ = make(store, clock, owner='leader')
+    worker, _, _ = make(store, clock, owner='worker')
+    store.set_pin('AUTH_p', {'class': 'write'})
+    leader.tick()
+    worker.tick()
+    assert worker.policy('AUTH_p')['class'] == 'write'
+    old_id = worker.table_id
+    LocalStore.__init__(store, clock)  # restarted, empty
+    clock.now += 5
+    worker.tick()
+    assert worker.table == {} and worker.table_id is None
+    store.set_pin('AUTH_p', {'class': 'write'})
+    clock.now += 5
+    leader.tick()
+    worker.tick()
+    assert worker.policy('AUTH_p')['class'] == 'write'
+    assert worker.table_id not in (None, old_id)
+
+
+def test_a_leader_whose_write_was_not_the_only_one_catches_up():
+    clock = Clock()
+    store = LocalStore(clock)
+    leader, _, _ = make(store, clock, owner='leader')
+    leader.tick()
+    state = (leader.table_id, leader.table_version)
+    # another writer, between two of this leader's ticks
+    store.update_table(state, {'AUTH_other': {'class': 'read'}},
+                       ['AUTH_other'])
+    store.set_pin('AUTH_p', {'class': 'write'})
+    clock.now += 5
+    leader.tick()  # loads the other's change, then writes its own
+    assert sorted(leader.table) == ['AUTH_other', 'AUTH_p']
+    assert (leader.table_id, leader.table_version) == store._state
+
+
+def test_the_lease_lasts_one_and_a_half_intervals():
+    clock = Clock()
+    store = LocalStore(clock)
+    leader, _, _ = make(store, clock, owner='leader')
+    other, _, _ = make(store, clock, owner='other')
+    leader.tick()
+    other.tick()
+    assert leader.is_leader and not other.is_leader
+    # the leader dies: within 7.5 s (1.5 intervals) the lease is free
+    clock.now += 7.4
+    other.tick()
+    assert not other.is_leader
+    clock.now += 0.2
+    other._next_tick = 0
+    other.tick()
+    assert other.is_leader
+
+
+def test_per_tenant_metrics_for_the_busiest_only():
+    clock = Clock()
+    logger = Logger()
+    agent = agent_mod.Agent(LocalStore(clock), SETTINGS, 'proxy1:1', logger,
+                            clock=clock, tenant_metrics=2)
+    load(agent, 'AUTH_busy', 30, 0)
+    load(agent, 'AUTH_busier', 0, 40)
+    clock.now += 5  # in two buckets: added up
+    load(agent, 'AUTH_busy', 11, 0)
+    for i in range(10):
+        load(agent, 'AUTH_quiet%d' % i, 1, 1)
+    agent.tick()
+    tenants = {m.split('.')[1] for m in logger.counts
+               if m.startswith('tenant.')}
+    assert tenants == {'AUTH_busy', 'AUTH_busier'}
+    assert logger.counts['tenant.AUTH_busy.ops.GET'] == 41
+    # every tenant in its class's
+    assert logger.counts['class.unknown.ops.GET'] == 51
+    assert logger.counts['class.unknown.ops.PUT'] == 50
+
+    logger.counts.clear()
+    agent.tenant_metrics = 0
+    load(agent, 'AUTH_busy', 1, 0)
+    clock.now += 5
+    agent.tick()
+    assert logger.counts == {'class.unknown.ops.GET': 1,
+                             'class.unknown.bytes_out': 10}
+
+
+def test_a_loaded_table_shares_its_few_kinds_of_values(prefix):
+    from swift_mass.control.store import RedisStore
+    from tests.unit.helpers import REDIS_URL
+    store = RedisStore(REDIS_URL, prefix=prefix)
+    table = {'AUTH_%d' % i: {'class': 'read', 'ring': 'fast',
+                             'method': 'cache', 'reason': 'r%d' % i}
+             for i in range(3)}
+    store.update_table(None, table, list(table))
+    agent, _, _ = make(store)
+    agent.refresh()
+    assert agent.table == table
+    one, two = agent.table['AUTH_0'], agent.table['AUTH_2']
+    for field in ('class', 'ring', 'method'):
+        assert one[field] is two[field]

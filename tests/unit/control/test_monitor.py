@@ -123,3 +123,38 @@ def test_p99_in_the_open_bucket():
 def test_figures_of_nothing():
     f = monitor.figures([])
     assert (f.reads, f.writes, f.ops, f.p99_latency_ms) == (0, 0, {}, {})
+
+
+def test_decision_figures_are_figures_for_decide():
+    def reqs(method, n, latency, status=200):
+        return [monitor.request_counts(method, status, 3, 5, latency, 4000)
+                for _ in range(n)]
+    worker1 = reqs('GET', 95, 0.004) + reqs('PUT', 20, 0.05) + \
+        reqs('OTHER', 3, 0.002) + reqs('DELETE', 2, 0.01, status=503)
+    worker2 = reqs('HEAD', 10, 0.001) + reqs('GET', 5, 0.3) + \
+        reqs('COPY', 1, 0.2)
+    # a bucket as the store keeps it: per worker, added up
+    buckets = []
+    for requests in (worker1, worker2):
+        bucket = {}
+        for counts in requests:
+            for field, value in counts.items():
+                bucket[field] = bucket.get(field, 0) + value
+        buckets.append(bucket)
+    full = monitor.figures(buckets)
+    # from the decision fields alone, as the leader reads them
+    wanted = [{f: v for f, v in b.items()
+               if f.startswith(monitor.DECISION_FIELDS)} for b in buckets]
+    for given, expected in ((buckets, full), (wanted, full),
+                            (iter(wanted), full),
+                            (wanted[:1], monitor.figures(buckets[:1]))):
+        light = monitor.decision_figures(given)
+        assert (light.reads, light.writes) == (expected.reads,
+                                               expected.writes)
+        # equal, and in the same order (a mixed tenant's dominant latency
+        # sums over them)
+        assert list(light.ops.items()) == list(expected.ops.items())
+        assert list(light.mean_latency_ms.items()) == \
+            list(expected.mean_latency_ms.items())
+    assert monitor.decision_figures([]) == monitor.Figures(
+        0, 0, {}, {}, 0, 0, {}, {}, {})

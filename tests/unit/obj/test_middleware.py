@@ -103,15 +103,14 @@ def test_replication_is_background(method, headers):
     assert logger.only('priority.') == {'priority.background': 1}
 
 
-def test_tenant_is_unquoted():
+@pytest.mark.parametrize('headers', [
+    {}, {'X-Backend-Mass-Tenant': 'AUTH_test'},
+    {'X-Backend-Mass-Tenant': 'AUTH_%C3%A9%0Ax'}])
+def test_the_tenant_is_the_paths_not_a_tag(headers):
+    # the tenant is the path's account; nothing on the object server
+    # reads it from the environ, and an older proxy's tag is not recorded
     mw, app, _ = make()
-    call(mw, headers={'X-Backend-Mass-Tenant': 'AUTH_%C3%A9%0Ax'})
-    assert app.environs[0]['mass.tenant'] == 'AUTH_\xc3\xa9\nx'
-
-
-def test_no_tenant_header():
-    mw, app, _ = make()
-    call(mw)
+    call(mw, headers=headers)
     assert 'mass.tenant' not in app.environs[0]
 
 
@@ -576,10 +575,16 @@ def test_puts_of_batch_tenants_use_batch_slots():
 
 
 @pytest.mark.parametrize('headers, path', [
-    ({'X-Backend-Mass-Tenant': 'AUTH_u'}, PATH),
     ({}, '/sdb1/123/AUTH_u/c/o'),
-    ({'X-Backend-Mass-Tenant': 'AUTH_%C3%A9'}, PATH),
+    # the path carries a WSGI string (UTF-8 bytes as latin-1); the
+    # configured tenants are native strings
     ({}, '/sdb1/123/AUTH_%C3%A9/c/o'),
+    # an older proxy's tenant tag, during a rolling upgrade: the same
+    # account as the path's, ignored
+    ({'X-Backend-Mass-Tenant': 'AUTH_u'}, '/sdb1/123/AUTH_u/c/o'),
+    ({'X-Backend-Mass-Tenant': 'AUTH_%C3%A9'}, '/sdb1/123/AUTH_%C3%A9/c/o'),
+    # whatever a tag says, the path decides
+    ({'X-Backend-Mass-Tenant': 'AUTH_other'}, '/sdb1/123/AUTH_u/c/o'),
 ])
 def test_urgent_tenant_isolates_the_device(headers, path):
     mw, _, logger = queued({'urgent_tenants': 'AUTH_x, AUTH_u,AUTH_\xe9',
@@ -592,19 +597,40 @@ def test_urgent_tenant_isolates_the_device(headers, path):
 
 
 def test_other_tenants_do_not_isolate():
-    mw, _, logger = queued({'urgent_tenants': 'AUTH_u'})
-    start(mw, headers={'X-Backend-Mass-Tenant': 'AUTH_other'})[1].close()
+    # AUTH_\xc3\xa9 is the native name of another account than the
+    # path's AUTH_%C3%A9 (AUTH_\xe9): no match on the WSGI string
+    mw, _, logger = queued({'urgent_tenants': 'AUTH_u, AUTH_\xc3\xa9'})
+    start(mw, path='/sdb1/123/AUTH_other/c/o')[1].close()
     start(mw, path='/sdb1/123/AUTH_uu/c/o')[1].close()
+    start(mw, path='/sdb1/123/AUTH_%C3%A9/c/o')[1].close()
     assert queue_stats(mw)['mode'] == device_queue.SHARED
     assert 'queue.mode.isolated' not in logger.counts
 
 
-@pytest.mark.parametrize('urgent_tenants', ['', 'AUTH_other'])
-def test_the_proxys_urgent_mark_isolates_the_device(urgent_tenants):
+@pytest.mark.parametrize('tag', ['AUTH_u', 'AUTH_%C3%A9'])
+def test_a_tenant_tag_naming_an_urgent_tenant_does_not_isolate(tag):
+    # the path's account is the tenant, whatever X-Backend-Mass-Tenant
+    # (an older proxy's tag, or a forged one) names
+    mw, _, logger = queued({'urgent_tenants': 'AUTH_u, AUTH_\xe9',
+                            'slots_per_device': '4'})
+    start(mw, headers={'X-Backend-Mass-Tenant': tag})[1].close()
+    assert queue_stats(mw)['mode'] == device_queue.SHARED
+    assert queue_stats(mw)['reserved_slots'] == 0
+    assert 'queue.mode.isolated' not in logger.counts
+
+
+@pytest.mark.parametrize('urgent_tenants, headers', [
+    ('', {}), ('AUTH_other', {}),
+    # an older proxy's tenant tag names the path's account
+    ('', {'X-Backend-Mass-Tenant': 'AUTH_%C3%A9'}),
+    # and a tag naming another is not what is seen
+    ('', {'X-Backend-Mass-Tenant': 'AUTH_other'}),
+])
+def test_the_proxys_urgent_mark_isolates_the_device(urgent_tenants, headers):
     mw, _, logger = queued({'urgent_tenants': urgent_tenants,
                             'slots_per_device': '4'})
-    _, body = start(mw, headers={'X-Backend-Mass-Tenant': 'AUTH_%C3%A9',
-                                 'X-Backend-Mass-Urgent': 'true'})
+    _, body = start(mw, path='/sdb1/123/AUTH_%C3%A9/c/o',
+                    headers=dict(headers, **{'X-Backend-Mass-Urgent': 'true'}))
     assert queue_stats(mw)['mode'] == device_queue.ISOLATED
     assert queue_stats(mw)['reserved_slots'] == 2
     assert logger.counts['queue.mode.isolated'] == 1

@@ -167,6 +167,11 @@ def test_class_tag_after_a_decision_and_durable_copy():
     assert headers['X-Backend-Mass-Class'] == 'write'
     assert headers['X-Backend-Mass-Batch'] == 'true'
     assert env['mass.policy'] == entry
+    # the tenant is the path's account, in no header
+    assert sorted(name for name in headers
+                  if name.startswith('X-Backend-Mass-')) == [
+        'X-Backend-Mass-Batch', 'X-Backend-Mass-Class',
+        'X-Backend-Mass-Priority']
 
 
 def test_batch_tag_follows_the_method_not_the_class():

@@ -140,6 +140,18 @@ def test_new_container_lands_on_the_tenants_substore(lookups):
     assert counts['ops.PUT'] == 1
 
 
+def test_logs_name_any_tenant_on_one_line():
+    mass, swift, logger = make(pin=None)
+    # a WSGI string: UTF-8 bytes as latin-1, and a newline
+    mass.store.set_pin('AUTH_\xc3\xa9\nx', {'class': 'write'})
+    mass.agent.tick()
+    del logger.lines[:]
+    assert call(mass, path='/v1/AUTH_%C3%A9%0Ax/c').status_int == 201
+    assert [line for level, line in logger.lines if level == 'info'] == [
+        'mass: routed new container /v1/AUTH_%C3%A9%0Ax/c of '
+        'AUTH_%C3%A9%0Ax to storage policy bulk: 201']
+
+
 def test_existing_container_keeps_its_policy():
     mass, swift, logger = make()
     swift.containers['/v1/AUTH_t/c'] = 0
@@ -179,7 +191,9 @@ def test_stale_info_saying_absent_gets_swifts_own_answer():
     # left in the environ
     assert second[2]['X-Container-Read'] == '.r:*'
     assert second[2]['X-Container-Meta-Colour'] == 'blue'
-    assert second[2]['X-Backend-Mass-Tenant'] == 'AUTH_t'
+    # and the Mass tags it had, set before the first attempt
+    assert second[2]['X-Backend-Mass-Priority'] == '5'
+    assert second[2]['X-Backend-Mass-Class'] == 'write'
     assert swift.containers['/v1/AUTH_t/c'] == 0
     assert not swift.heads('/v1/AUTH_t/c')  # the cache answered
     assert logger.counters == ['route_conflict']
