@@ -13,7 +13,12 @@ Modes, all on the same cluster:
   options set so (``tools/saio queue``); every other mode runs with the
   values the object servers had when the bench began, so a variant and
   its mode are compared in the same ABBA cycles.  For example
-  ``--variant adaptive=mass:adaptive_slots=true``.
+  ``--variant adaptive=mass:adaptive_slots=true``;
+* a ring variant (``--ring-variant NAME=MODE:POLICY=W``): one of the modes
+  above with POLICY's ring weighted by class weights W, the shares of the
+  device classes of ``swift-mass devices`` (``mass_bench.rings``); the
+  other modes run with the ring as it was.  For example
+  ``--ring-variant chosen=default:standard=0.5,0.5``.
 
 A run of a mode: each tenant gets a fresh container, created in that mode
 (so Mass's routing applies to it), filled with the workload's starting
@@ -63,7 +68,7 @@ import urllib.parse
 
 from swiftclient.client import get_auth
 
-from mass_bench import resources, workloads
+from mass_bench import resources, rings, workloads
 from swift_mass.control.store import shared_store
 
 MODES = ('default', 'static', 'mass')
@@ -371,7 +376,8 @@ class Bench(object):
 
     def __init__(self, tenants, auth_url, saio=None, conf=PROXY_CONF,
                  progress=print, settle=None, sampler=None, variants=(),
-                 object_conf=OBJECT_CONF, seed_url=None):
+                 object_conf=OBJECT_CONF, seed_url=None, ring_variants=(),
+                 swift_dir='/etc/swift', classes_file=None):
         self.tenants = tenants
         # a proxy whose pipeline has no Mass, for the starting objects
         self.seed_url = seed_url
@@ -380,6 +386,10 @@ class Bench(object):
         self.queue_baseline = queue_options(object_conf, {
             o for v in variants for o in v.options}) if variants else {}
         self.queue_now = dict(self.queue_baseline)
+        self.ring_variants = {v.name: v for v in ring_variants}
+        self.rings = rings.RingSwitcher(
+            self.ring_variants, swift_dir, classes_file) \
+            if ring_variants else None
         self.auth_url = auth_url
         self.saio = saio
         self.conf = conf
@@ -431,7 +441,20 @@ class Bench(object):
         """Put back the object servers' options a variant changed."""
         self._queue(self.queue_baseline)
 
+    def restore_rings(self):
+        """Put back the ring files a ring variant replaced."""
+        if self.rings:
+            self.rings.restore()
+
     def switch(self, mode):
+        if self.rings:
+            ring_variant = self.ring_variants.get(mode)
+            self.rings.install(mode if ring_variant else None)
+            if ring_variant:
+                self._queue(self.queue_baseline)
+                self._switch(ring_variant.mode)
+                self.mode = mode
+                return
         variant = self.variants.get(mode)
         self._queue(variant.options if variant else self.queue_baseline)
         if variant:
@@ -833,6 +856,17 @@ def add_arguments(parser):
                         '[filter:mass_queue] options on the object servers '
                         '(the other modes keep the values they had); '
                         'repeatable' % Variant.FORM)
+    parser.add_argument('--ring-variant', action='append', default=[],
+                        help='%s: a mode that runs as MODE with POLICY\'s '
+                        'ring weighted by class weights W (the other modes '
+                        'keep the ring as it was); repeatable'
+                        % rings.RingVariant.FORM)
+    parser.add_argument('--swift-dir', default='/etc/swift',
+                        help='where the rings a ring variant weights are')
+    parser.add_argument('--classes-file',
+                        help='the device classes of a ring variant '
+                        '(default: <swift-dir>/mass-devices.json, as '
+                        'swift-mass devices probe writes it)')
     parser.add_argument('--cycles', type=int, default=3,
                         help='ABBA cycles (at least 3 for a comparison)')
     parser.add_argument('--no-control', action='store_true',
@@ -868,7 +902,9 @@ def main(argv=None):
         tenants = [Tenant.parse(t) for t in (args.tenant or
                                              DEFAULT_TENANTS)]
         variants = [Variant.parse(v) for v in args.variant]
-        allowed = list(MODES) + [v.name for v in variants]
+        ring_variants = [rings.RingVariant.parse(v, MODES)
+                         for v in args.ring_variant]
+        allowed = list(MODES) + [v.name for v in variants + ring_variants]
         modes = [m.strip() for m in args.modes.split(',') if m.strip()]
         bad = [m for m in modes if m not in allowed]
         if bad or not modes:
@@ -889,7 +925,10 @@ def main(argv=None):
         bench = Bench(tenants, args.auth_url, saio=args.saio,
                       conf=args.conf, progress=_progress, variants=[
                           v for v in variants if v.name in modes],
-                      seed_url=args.seed_url)
+                      seed_url=args.seed_url, ring_variants=[
+                          v for v in ring_variants if v.name in modes],
+                      swift_dir=args.swift_dir,
+                      classes_file=args.classes_file)
     except ValueError as err:
         print('tools/bench: %s' % err, file=sys.stderr)
         return 2
@@ -908,6 +947,7 @@ def main(argv=None):
     finally:
         bench.unpin()
         bench.restore_queue()
+        bench.restore_rings()
         if bench.pipeline not in (None, 'with'):
             # leave the cluster as it was found: Mass in the pipelines
             bench._pipeline('with')
@@ -918,7 +958,12 @@ def main(argv=None):
         'tenants': {t.label: {'user': t.user, 'account': t.account,
                               'workload': _workload_dict(t.workload)}
                     for t in tenants},
-        'modes': modes, 'staged': args.staged})
+        'modes': modes, 'staged': args.staged,
+        'ring_variants': {
+            name: {'mode': v.mode, 'policy': v.policy,
+                   'shares': list(v.shares),
+                   'classes': bench.rings.reports[name]['classes']}
+            for name, v in bench.ring_variants.items()}})
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'results.json'), 'w') as fp:
         json.dump(result, fp, indent=2, sort_keys=True)
