@@ -512,8 +512,19 @@ class Migrator(object):
         self.lock.acquire(self.progress)
         try:
             summary = work(container)
-        finally:
+        except BaseException:
             self.lock.release()
+            # A run that failed keeps its journal, and so the container,
+            # for the next run; one that found nothing to do (a container
+            # not being moved) leaves nothing marked behind.  Its own error
+            # is the one to tell.
+            try:
+                self._forget_journal_container()
+            except Exception as err:
+                self.progress('could not delete %s: %s' % (
+                    JOURNAL_CONTAINER, err))
+            raise
+        self.lock.release()
         self._forget_journal_container()
         summary['seconds'] = round(self.clock() - started, 2)
         return summary
@@ -764,11 +775,26 @@ class Migrator(object):
         return journal
 
     def _forget_journal_container(self):
-        try:
-            self.conn.delete_container(JOURNAL_CONTAINER)
-        except ClientException as err:
-            if _status(err) not in (404, 409):  # 409: other journals
-                raise
+        """Delete the journal container unless it holds another
+        container's journal or lock.  It carries the mark, so one left
+        behind refuses the tenant's own writes to it (and its deletion):
+        while Swift still counts the objects just deleted (409 with an
+        empty listing), try again."""
+        for attempt in range(self.delete_retries):
+            try:
+                self.conn.delete_container(JOURNAL_CONTAINER)
+                return
+            except ClientException as err:
+                if _status(err) == 404:
+                    return
+                if _status(err) != 409:
+                    raise
+            if self.listing(JOURNAL_CONTAINER):
+                return  # other moves' journals or locks
+            self.sleep(min(5.0, 0.5 * (attempt + 1)))
+        raise MigrationError('%s is empty but Swift still counts objects in '
+                             'it: delete it later (as a reseller admin)'
+                             % JOURNAL_CONTAINER)
 
     # --- objects ---------------------------------------------------------
 
