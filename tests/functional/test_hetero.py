@@ -6,10 +6,13 @@ over the SSD-class and ``bulk`` over the HDD-class devices, 3 replicas
 each.  The module brings the profile up and puts the plain one back, as
 the project's scripts do for an operator.
 """
+import configparser
 import json
 import os
 import re
 import subprocess
+import sys
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +22,7 @@ import requests
 from swift.common.ring import Ring
 from swift.common.utils import hash_path, md5, readconf
 
-from tests.functional.conftest import PROXY, Tenant, saio
+from tests.functional.conftest import PROXY, ROOT, Tenant, saio
 from tests.functional.waiting import until
 
 SWIFT_DIR = '/etc/swift'
@@ -295,3 +298,223 @@ def test_the_bench_runs_on_the_hetero_profile(hetero, tmp_path):
     # the bench leaves the profile as it found it
     assert len(devices()) == 8
     assert 'with mass' in saio('status').stdout
+
+
+# -- device classes, class weights and substores (swift-mass devices,
+#    weights, substores) ----------------------------------------------------
+
+# The profile's throttle allows 150 reads and 150 writes a second on each
+# HDD-class device, so the probe's mix (one I/O at a time, reads and writes
+# alternating) stays below 300 IOPS there; twice that separates the classes
+# whatever the unthrottled devices manage.
+CLASS_THRESHOLD = 2 * (150 + 150)
+# swift.common.ring.Ring's default reload_time, which the proxies use
+RING_RELOAD_SECONDS = 15
+
+
+def swift_mass(*args, timeout=600):
+    return subprocess.run(
+        [sys.executable, '-m', 'swift_mass.cli', '--json'] + list(args),
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+        capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope='module')
+def probed(hetero, tmp_path_factory):
+    """Every device probed for 2 s, classed hdd below CLASS_THRESHOLD and
+    ssd above, in a classes file of the module's own."""
+    path = str(tmp_path_factory.mktemp('classes') / 'mass-devices.json')
+    proc = swift_mass('devices', 'probe', '--out', path, '--seconds', '2',
+                      '--thresholds', str(CLASS_THRESHOLD),
+                      '--names', 'hdd,ssd')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return path, json.loads(proc.stdout)
+
+
+def test_probe_classes_the_throttled_devices_apart(probed):
+    path, result = probed
+    assert result['errors'] == [] and result['written']
+    found = {d['device']: d for d in result['devices']}
+    by_name = {key.rsplit('/', 1)[1]: d for key, d in found.items()}
+    assert sorted(by_name) == ['sdb%d' % n for n in (1, 2, 3, 4)] + [
+        'sdc%d' % n for n in (1, 2, 3, 4)]
+    for name, device in by_name.items():
+        # around the page cache, as the devices' own I/O goes
+        assert device['method'] == 'direct', device
+        assert device['class'] == ('hdd' if name.startswith('sdc')
+                                   else 'ssd'), device
+    slowest_ssd = min(d['iops'] for n, d in by_name.items()
+                      if n.startswith('sdb'))
+    fastest_hdd = max(d['iops'] for n, d in by_name.items()
+                      if n.startswith('sdc'))
+    assert fastest_hdd < slowest_ssd
+    assert fastest_hdd <= 300 * 1.1  # the throttle holds under the probe
+    with open(path) as fp:
+        kept = json.load(fp)
+    assert kept['classes'] == ['hdd', 'ssd']
+    assert {k: v['class'] for k, v in kept['devices'].items()} == {
+        k: d['class'] for k, d in found.items()}
+
+
+def test_substore_builder_refuses_a_ring_on_one_server(probed):
+    path, result = probed
+    others = [d['device'] for d in result['devices']
+              if d['class'] == 'ssd' and not d['device'].startswith(
+                  '127.0.0.1:')]
+    assert len(others) == 3
+    excluded = [arg for device in others for arg in ('--exclude', device)]
+    for force in ([], ['--force']):
+        proc = swift_mass('substores', 'plan', '--name', 'fast',
+                          '--classes', 'ssd', '--classes-file', path,
+                          *(excluded + force))
+        assert proc.returncode == 1, proc.stdout
+        assert 'on 1 server (127.0.0.1), fewer than the 3 replicas' in \
+            proc.stderr, proc.stderr
+    # a server left out of a substore it could span: refused, and with
+    # --force built with a warning
+    proc = swift_mass('substores', 'plan', '--name', 'fast', '--classes',
+                      'ssd', '--classes-file', path, *excluded[:2])
+    assert proc.returncode == 1 and '--force' in proc.stderr, proc.stderr
+    proc = swift_mass('substores', 'plan', '--name', 'fast', '--classes',
+                      'ssd', '--classes-file', path, '--force',
+                      *excluded[:2])
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert len(plan['servers']) == 3 and plan['warnings'], plan
+    # every server holds both classes: the plan spans all four
+    proc = swift_mass('substores', 'plan', '--name', 'fast', '--classes',
+                      'ssd', '--classes-file', path)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert sorted(plan['servers']) == ['127.0.0.%d' % n for n in (1, 2, 3, 4)]
+
+
+def object_files(ring, policy_index, account, container, name):
+    """The servers' devices holding a .data of the object, and the ring's
+    primaries for it, as ``<ip>:<port>/<device>`` sets."""
+    part, primaries = ring.get_nodes(account, container, name)
+    suffix_hash = hash_path(account, container, name)
+    held = set()
+    for dev in (d for d in ring.devs if d):
+        n = int(dev['ip'].rsplit('.', 1)[1])
+        objects = 'objects' + ('-%d' % policy_index if policy_index else '')
+        where = os.path.join('/srv/%d/node' % n, dev['device'], objects,
+                             str(part), suffix_hash[-3:], suffix_hash)
+        if os.path.isdir(where) and any(
+                f.endswith('.data') for f in os.listdir(where)):
+            held.add('%s:%d/%s' % (dev['ip'], dev['port'], dev['device']))
+    return held, {'%s:%d/%s' % (d['ip'], d['port'], d['device'])
+                  for d in primaries}
+
+
+def replicate_objects(workdir):
+    """One pass of every object server's replicator, as Swift moves data
+    after a ring change.  Over ssync, Swift's replication through the
+    object servers themselves (and so through mass_queue): the SAIO runs
+    no rsync daemon."""
+    for name in sorted(os.listdir(os.path.join(SWIFT_DIR,
+                                               'object-server'))):
+        conf = configparser.RawConfigParser()
+        conf.read(os.path.join(SWIFT_DIR, 'object-server', name))
+        if not conf.has_section('object-replicator'):
+            conf.add_section('object-replicator')
+        conf.set('object-replicator', 'sync_method', 'ssync')
+        path = os.path.join(workdir, 'replicator-' + name)
+        with open(path, 'w') as fp:
+            conf.write(fp)
+        proc = subprocess.run(['swift-object-replicator', path, 'once'],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+
+
+class ETagReader(threading.Thread):
+    """Reads every object again and again, through the proxy without Mass,
+    until stopped; any answer but a 200 with the object's ETag is kept."""
+
+    def __init__(self, url, token, etags):
+        super(ETagReader, self).__init__(daemon=True)
+        self.url, self.token, self.etags = url, token, etags
+        self.reads, self.wrong = 0, []
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.is_set():
+            for path, etag in self.etags.items():
+                resp = requests.get('%s/%s' % (self.url, path), headers={
+                    'X-Auth-Token': self.token}, timeout=30)
+                self.reads += 1
+                if resp.status_code != 200 or \
+                        resp.headers.get('Etag') != etag or \
+                        md5(resp.content, usedforsecurity=False
+                            ).hexdigest() != etag:
+                    self.wrong.append((path, resp.status_code,
+                                       resp.headers.get('Etag')))
+
+
+def test_class_weights_in_two_alpha_steps_move_data_and_lose_nothing(
+        hetero, probed, tmp_path):
+    path, _ = probed
+    url = hetero.url.replace(':8080/', ':8082/')
+    token = hetero.token
+    account = hetero.url.rsplit('/', 1)[1]
+    container = 'weights-%s' % uuid.uuid4().hex[:8]
+    assert requests.put('%s/%s' % (url, container), headers={
+        'X-Auth-Token': token, 'X-Storage-Policy': 'standard'},
+        timeout=30).status_code in (201, 202)
+    etags = {}
+    for i in range(40):
+        body = os.urandom(4096)
+        assert requests.put('%s/%s/o%02d' % (url, container, i), data=body,
+                            headers={'X-Auth-Token': token},
+                            timeout=30).status_code == 201
+        etags['%s/o%02d' % (container, i)] = md5(
+            body, usedforsecurity=False).hexdigest()
+    builder = os.path.join(SWIFT_DIR, 'object.builder')
+    ring_file = os.path.join(SWIFT_DIR, 'object.ring.gz')
+    saved = {p: open(p, 'rb').read() for p in (builder, ring_file)}
+    reader = ETagReader(url, token, etags)
+    reader.start()
+    try:
+        # capacity weights give the SSD-class devices a quarter of the
+        # ring; W = (hdd 0.5, ssd 0.5) with alpha 0.5: 0.375, then 0.4375
+        shares = []
+        for step in (1, 2):
+            # the SAIO's rings were rebalanced a moment ago; an operator's
+            # own way past min_part_hours on a test cluster
+            subprocess.run(['swift-ring-builder', builder,
+                            'pretend_min_part_hours_passed'],
+                           check=True, capture_output=True)
+            proc = swift_mass('weights', 'apply', '--ring', 'standard',
+                              '--weights', '0.5,0.5', '--alpha', '0.5',
+                              '--classes-file', path, '--seed', str(step))
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            applied = json.loads(proc.stdout)
+            assert applied['applied'] and applied['parts_moved'] > 0
+            assert applied['shared_parts'] == 0
+            shares.append(applied['classes']['ssd']['share_after'])
+            # as an operator pushes a ring everywhere before replication
+            # moves data: the proxies look for a new ring file at most
+            # every reload_time seconds
+            time.sleep(RING_RELOAD_SECONDS + 1)
+            # Swift's replicator moves the data to the new primaries
+            replicate_objects(str(tmp_path))
+            replicate_objects(str(tmp_path))
+            ring = Ring(SWIFT_DIR, ring_name='object')
+            misplaced = []
+            for path_ in etags:
+                name = path_.split('/', 1)[1]
+                held, primaries = object_files(ring, 0, account, container,
+                                               name)
+                if not primaries <= held:
+                    misplaced.append((name, sorted(primaries - held)))
+            assert misplaced == [], (step, misplaced[:5])
+        assert shares[0] == pytest.approx(0.375, abs=0.01)
+        assert shares[1] == pytest.approx(0.4375, abs=0.01)
+    finally:
+        reader.stopping.set()
+        reader.join(120)
+        for p, data in saved.items():
+            with open(p, 'wb') as fp:
+                fp.write(data)
+    assert reader.reads >= 2 * len(etags)
+    assert reader.wrong == [], reader.wrong[:10]
