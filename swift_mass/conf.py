@@ -9,11 +9,10 @@ is every option of ``[filter:mass]``, read by the ``mass`` filter, by
 """
 import urllib.parse
 
-import redis.connection
 from swift.common.storage_policy import POLICIES
 from swift.common.utils import config_true_value, list_from_csv
 
-from swift_mass import tags
+from swift_mass import redis_client, tags
 from swift_mass.control import classify, controller
 
 SECTION = 'filter:mass'
@@ -144,11 +143,15 @@ def redacted_url(url):
         netloc = parts.netloc.replace(':' + parts.password + '@', ':***@')
         return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
     except ValueError:
-        return url
+        # one urlsplit refuses (a stray bracket of an IPv6 host): all
+        # that may hold a password goes
+        scheme, sep, rest = url.partition('://')
+        netloc, slash, path = rest.partition('/')
+        userinfo, at, hosts = netloc.rpartition('@')
+        return scheme + sep + '***@' + hosts + slash + path if at else url
 
 
 STORES = ('redis', 'memcache', 'local')
-REDIS_SCHEMES = ('redis', 'rediss', 'unix')
 DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0'
 # tenants with statsd counters of their own, per worker and flush
 DEFAULT_TENANT_METRICS = 1000
@@ -173,19 +176,15 @@ def servers_option(conf, section, option):
 
 
 def redis_url_option(conf, section, option, default):
-    """A Redis URL that redis-py accepts (checked whatever the store, so a
-    typo shows at start-up, not on the day someone switches to Redis)."""
+    """A Redis URL of a form swift_mass.redis_client takes: one Redis, a
+    Sentinel service or a Cluster (checked whatever the store, so a typo
+    shows at start-up, not on the day someone switches to Redis)."""
     url = str(conf.get(option, default)).strip()
-    allowed = 'a %s URL' % ', '.join(s + '://' for s in REDIS_SCHEMES)
     try:
-        scheme = urllib.parse.urlsplit(url).scheme
-        if scheme not in REDIS_SCHEMES:
-            raise ValueError('scheme %r' % scheme)
-        # what redis.Redis.from_url parses; it connects only later
-        redis.connection.parse_url(url)
+        redis_client.parse_url(url)
     except ValueError as err:
         raise invalid_option(section, option, redacted_url(url),
-                             '%s (%s)' % (allowed, err))
+                             '%s (%s)' % (redis_client.URL_FORMS, err))
     return url
 
 

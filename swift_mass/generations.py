@@ -24,7 +24,10 @@ when it changes.  The ways Redis misbehaves, and what each does here:
   a client opens first compares the server's ``run_id`` with the one Redis
   holds under the ``instance`` key, and replaces the epoch when they
   differ, before the connection serves anything
-  (:func:`check_instance`);
+  (:meth:`Generations._connected`).  Through Redis Sentinel a promoted
+  replica is reached by new connections; on a Redis Cluster the client
+  closes its connections to a node that comes to hold Mass's slot, so
+  those it opens there are checked (:mod:`swift_mass.redis_client`);
 * **Redis refuses writes but answers reads** (MISCONF, ``maxmemory`` with
   ``noeviction``, a READONLY replica, ``min-replicas-to-write``): a read is
   a write too (it renews the generation's TTL), so readers fail with the
@@ -89,6 +92,8 @@ from swift.common.storage_policy import POLICIES
 from swift.common.ring.utils import is_local_device
 from swift.common.utils import Timestamp, whataremyips
 
+from swift_mass.redis_client import client_from_url, key_prefix
+
 DEFAULT_PREFIX = 'mass:cache:'
 DEFAULT_TTL = 86400
 DEFAULT_GAP = 2.0
@@ -133,6 +138,13 @@ class Generations(object):
     server's writers.
 
     :param url: the Redis URL (the shared store's).
+    :param prefix: of every key: ``epoch``, ``alive``, ``instance``,
+        ``g:<object key>``, ``bumping:<device>``, ``bumps`` and
+        ``bumps:version``, and the cache's bodies
+        (:class:`swift_mass.proxy.methods.bodies.RedisBodies`).  On a
+        Redis Cluster its first part becomes a hash tag (``{mass}:cache:``,
+        :func:`swift_mass.redis_client.key_prefix`): each script reads the
+        epoch with per-object keys, so all must be in one slot.
     :param timeout: seconds a reader waits to connect and for a reply.
     :param identify: ``identify(connection)`` -> the server's identity
         (:func:`redis_run_id`; the unit tests' fake Redis has its own).
@@ -264,7 +276,7 @@ class Generations(object):
                  identify=redis_run_id, clock=time.time,
                  spawn=eventlet.spawn_n, sleep=eventlet.sleep):
         self.logger = logger
-        self.prefix = prefix
+        self.prefix = prefix = key_prefix(url, prefix)
         self.epoch_key = prefix + 'epoch'
         self.alive_key = prefix + 'alive'
         self.instance_key = prefix + 'instance'
@@ -317,9 +329,10 @@ class Generations(object):
         self._process = None
 
     def _client(self, url, timeout):
-        return redis.Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 0), redis_connect_func=self._connected)
+        return client_from_url(
+            url, self.prefix, connected=self._connected,
+            socket_timeout=timeout, socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0))
 
     # -- keys ----------------------------------------------------------
 
@@ -329,15 +342,23 @@ class Generations(object):
     # -- connections ---------------------------------------------------
 
     def _connected(self, connection):
-        """Every new connection, before it serves a command: a server that
-        is not the one whose run_id Redis holds (restarted, or a replica
-        promoted) gets a new epoch."""
-        connection.on_connect()
+        """Every new connection, once set up and before it serves a
+        command: a server that is not the one whose run_id Redis holds
+        (restarted, or a replica promoted) gets a new epoch."""
         identity = self.identify(connection)
         connection.send_command(
             'EVAL', self._INSTANCE, 2, self.instance_key, self.epoch_key,
             identity, new_token())
-        if connection.read_response() == 1:
+        try:
+            replaced = connection.read_response()
+        except redis.exceptions.AskError:
+            # MOVED or ASK: a Cluster node that does not hold these keys
+            # (one serving other slots, or a replica).  Commands on them
+            # go to the node that does, over connections checked there;
+            # should this node come to hold them, the client closes its
+            # connections to it first (swift_mass.redis_client).
+            return
+        if replaced == 1:
             self.logger.warning(
                 'mass generations: Redis is a new server process (run_id '
                 '%s): every cached body is invalid' % identity)

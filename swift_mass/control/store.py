@@ -23,11 +23,20 @@ Every proxy worker, on every proxy machine, keeps four kinds of state here:
   never overrides;
 * the leader lease: the one controller that decides at a time.
 
-Redis (:class:`RedisStore`) is the store of choice; Swift's own memcache
-(:class:`MemcacheStore`) and worker-local dicts (:class:`LocalStore`) are
-the fallbacks.  These three let their errors propagate;
-:class:`ResilientStore` chains them, each behind a circuit breaker
-(:class:`Breaker`; Redis -> memcache -> local, built by
+Redis (:class:`RedisStore`) is the store of choice, as one Redis, the
+master of a Redis Sentinel service or a Redis Cluster (``redis_url``,
+:mod:`swift_mass.redis_client`).  On a Cluster all of Mass's keys, the
+cache's with the store's, are in one hash slot, so all of Mass's state is
+on one master of the Cluster (and its replicas): every script and
+transaction of Mass touches several keys, which a Cluster runs only when
+they are in one slot, and the never-stale scripts read the epoch key with
+the per-object keys, so no split of the keys keeps each script in one
+slot.  The keys and the rule are in :class:`RedisStore`.
+
+Swift's own memcache (:class:`MemcacheStore`) and worker-local dicts
+(:class:`LocalStore`) are the fallbacks.  These three let their errors
+propagate; :class:`ResilientStore` chains them, each behind a circuit
+breaker (:class:`Breaker`; Redis -> memcache -> local, built by
 :func:`store_from_conf`), and never raises, so no request fails because a
 store is down.  What was written to a fallback during an outage is not
 copied back: once the primary answers again, its (older) table, pins and
@@ -54,6 +63,7 @@ from swift.common.utils import readconf
 
 from swift_mass.conf import DEFAULT_REDIS_TIMEOUT_MS, DEFAULT_REDIS_URL, \
     SECTION, ConfigError, MassConf, redacted_url
+from swift_mass.redis_client import client_from_url, key_prefix
 
 
 # what urllib.parse.quote(name, safe='') leaves as it is
@@ -215,7 +225,13 @@ def _by_bucket(items):
 class RedisStore(Store):
     """The shared store on Redis: atomic counters, table and lease.
 
-    Keys, under ``prefix``:
+    Keys, under ``prefix``: ``mass:`` by default, and on a Redis Cluster
+    ``{mass}:`` (:func:`swift_mass.redis_client.key_prefix`), the hash tag
+    that puts every key of Mass in the slot of ``{mass}``: these, and the
+    cache's under ``<prefix>cache:`` (:mod:`swift_mass.generations`,
+    :class:`swift_mass.proxy.methods.bodies.RedisBodies`).  One Redis and
+    a Sentinel's master keep the untagged names, so an upgrade finds the
+    pins and the table where they were:
 
     ==========================  ===========================================
     ``c:<bucket>:<tenant>``     hash of a tenant's counters in a bucket
@@ -236,7 +252,9 @@ class RedisStore(Store):
     ==========================  ===========================================
 
     (``table`` and ``table:version``, the whole-table document of earlier
-    releases, are neither read nor written.)
+    releases, are neither read nor written.)  Scripts also make keys from
+    their arguments (the counters' from their prefix), which under the tag
+    are in the slot of the keys they name.
 
     The bucket and tenant indexes let :meth:`read_counts` find counters
     without KEYS or SCAN, which walk the whole keyspace.  A flush and a
@@ -246,10 +264,10 @@ class RedisStore(Store):
     worker's CPU per tenant is a share of one JSON encoding, not a dozen
     commands, and Redis parses one command per chunk.
 
-    The client is created lazily (no connection until the first call)
-    with short timeouts and no retries: a slow Redis must cost a request
-    at most one timeout, and the breaker, not the client, decides when to
-    try again.
+    The client is created lazily (no connection until the first call; a
+    Cluster's client is itself built then) with short timeouts and no
+    retries: a slow Redis must cost a request at most one timeout, and the
+    breaker, not the client, decides when to try again.
     """
     name = 'redis'
 
@@ -343,11 +361,14 @@ class RedisStore(Store):
         local found = redis.call('SSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2])
         return {found[1], table.concat(found[2], ' ')}
     """
-    # Counters of some tenants in a bucket: ARGV[1] the prefix of their
-    # keys, ARGV[2] the prefixes of the fields wanted (space-separated;
-    # empty: all), ARGV[3] quoted tenants, space-separated.  A line per
-    # tenant, in their order, of "field value field value...", empty when
-    # it has none (expired since the index was read, or none wanted).
+    # Counters of some tenants in a bucket: KEYS[1] the bucket's tenant
+    # index, which it does not read (a Cluster sends a script to the node
+    # holding the slot of its keys, and one that names none to any node);
+    # ARGV[1] the prefix of their keys, ARGV[2] the prefixes of the fields
+    # wanted (space-separated; empty: all), ARGV[3] quoted tenants,
+    # space-separated.  A line per tenant, in their order, of "field value
+    # field value...", empty when it has none (expired since the index was
+    # read, or none wanted).
     _READ = """
         local base = ARGV[1]
         local wanted = {}
@@ -508,12 +529,11 @@ class RedisStore(Store):
                  socket_timeout_ms=DEFAULT_REDIS_TIMEOUT_MS,
                  connect_timeout_ms=DEFAULT_REDIS_TIMEOUT_MS):
         self.url = url
-        self.prefix = prefix
-        self.client = redis.Redis.from_url(
-            url, socket_timeout=socket_timeout_ms / 1000.0,
+        self.prefix = key_prefix(url, prefix)
+        self.client = client_from_url(
+            url, self.prefix, socket_timeout=socket_timeout_ms / 1000.0,
             socket_connect_timeout=connect_timeout_ms / 1000.0,
-            retry=Retry(NoBackoff(), 0), retry_on_timeout=False,
-            decode_responses=True)
+            retry=Retry(NoBackoff(), 0), decode_responses=True)
         for name in self.SCRIPTS:
             setattr(self, name.lower() + '_script',
                     self.client.register_script(getattr(self, name)))
@@ -540,7 +560,11 @@ class RedisStore(Store):
             pipe = self.client.pipeline(transaction=False)
             for i in indexes:
                 script, keys, args = calls[i]
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
+                # not pipe.evalsha, which a Cluster's pipeline refuses
+                # (a script that names no key goes to any node there);
+                # every call here names its keys
+                pipe.execute_command('EVALSHA', script.sha, len(keys),
+                                     *keys, *args)
             return pipe.execute(raise_on_error=False)
         results = send(range(len(calls)))
         unknown = [i for i, result in enumerate(results)
@@ -622,10 +646,11 @@ class RedisStore(Store):
         calls, chunks = [], []
         for bucket, tenants in zip(buckets, members):
             base = self._key('c', bucket) + ':'
+            index = [self._key('cb', bucket)]  # routes the call
             tenants = list(tenants)
             for start in range(0, len(tenants), self.READ_CHUNK):
                 chunk = tenants[start:start + self.READ_CHUNK]
-                calls.append((self._read_script, [],
+                calls.append((self._read_script, index,
                               [base, wanted, ' '.join(chunk)]))
                 chunks.append((bucket, chunk))
         counts = {}
@@ -1338,8 +1363,9 @@ def store_from_conf(mass_conf, logger, memcache=None):
                                 conf.retry_after)
     if conf.kind == 'memcache':
         return shared
-    # redis-py connects only on the first call, so a Redis that is down
-    # does not stop the proxy starting.
+    # redis-py connects only on the first call (a Cluster's client is
+    # built then), so a Redis that is down does not stop the proxy
+    # starting.
     redis_store = RedisStore(conf.redis_url,
                              socket_timeout_ms=conf.redis_timeout_ms,
                              connect_timeout_ms=conf.redis_timeout_ms)

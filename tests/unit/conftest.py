@@ -81,9 +81,6 @@ def fake_services(monkeypatch, fake_memcached):
 
     def from_url(url, **kwargs):
         if _is_machine_redis(url):
-            # fakeredis hands every keyword to Redis(), where redis-py
-            # deprecates this one; a fake never times out anyway
-            kwargs.pop('retry_on_timeout', None)
             return fakeredis.FakeRedis.from_url(url, server=server, **kwargs)
         return real_from_url(url, **kwargs)
     real_from_url = redis.Redis.from_url

@@ -6,8 +6,8 @@ from swift.common.storage_policy import StoragePolicy, \
     StoragePolicyCollection
 
 from swift_mass import conf
-from swift_mass.conf import ConfigError, MassConf, bool_option, \
-    choice_option, float_option, int_option
+from swift_mass.conf import ConfigError, MassConf, QueueConf, \
+    bool_option, choice_option, float_option, int_option
 
 
 def test_int_option():
@@ -180,18 +180,60 @@ def test_options_are_read(policies):
     assert mass.merge.wait_seconds == 0.5
 
 
+REDIS_URL_FORMS = (
+    'a redis://, rediss://, unix://, '
+    'redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/SERVICE[/DB] or '
+    'redis+cluster://HOST[:PORT][,HOST[:PORT]...] URL')
+
+
+@pytest.mark.parametrize('url, reason', [
+    ('127.0.0.1:6379', 'no scheme'),
+    ('redis://127.0.0.1:port/0', 'Port could not be cast to integer'),
+    ('redis://127.0.0.1:99999/0', 'Port out of range'),
+    ('redis://h/0?socket_timeout=soon', "Invalid value for 'socket_timeout'"),
+    ('redis+sentinel://10.0.0.1:26379,10.0.0.2:26379',
+     'no service name after the sentinels'),
+    ('redis+sentinel:///mass', 'no host'),
+    ('redis+sentinel://10.0.0.1:sentinel/mass',
+     "'10.0.0.1:sentinel': the port must be from 1 to 65535"),
+    ('redis+sentinel://10.0.0.1/mass/first',
+     "'mass/first': the path is /SERVICE[/DB]"),
+    ('redis+cluster://', 'no host'),
+    ('redis+cluster://10.0.0.1:7000,:7001', "':7001': no host"),
+    ('redis+cluster://10.0.0.1:70000',
+     "'10.0.0.1:70000': the port must be from 1 to 65535"),
+    ('redis+cluster://10.0.0.1:7000/1', "a Cluster has no databases"),
+])
+@pytest.mark.parametrize('parse, section', [
+    (MassConf, 'filter:mass'), (QueueConf, 'filter:mass_queue')])
+def test_bad_redis_urls(url, reason, parse, section):
+    with pytest.raises(ConfigError) as err:
+        parse({'redis_url': url})
+    assert str(err.value).startswith(
+        '[%s] redis_url = %r is not valid; allowed: %s (' % (
+            section, url, REDIS_URL_FORMS))
+    assert reason in str(err.value)
+
+
 @pytest.mark.parametrize('url', [
-    '127.0.0.1:6379', 'redis://127.0.0.1:port/0',
-    'redis://127.0.0.1:99999/0', 'redis://h/0?socket_timeout=soon'])
-def test_bad_redis_urls(url):
+    'redis://:s3cret@h:port/0',
+    'redis+sentinel://mass:s3cret@10.0.0.1:26379',
+    'redis+cluster://:s3cret@[fd00::1:7000',
+])
+def test_a_bad_redis_url_is_reported_without_its_password(url):
     with pytest.raises(ConfigError) as err:
         MassConf({'redis_url': url})
-    assert str(err.value).startswith("[filter:mass] redis_url = ")
-    assert 'allowed: a redis://, rediss://, unix:// URL' in str(err.value)
-
-
-def test_a_bad_redis_url_is_reported_without_its_password():
-    with pytest.raises(ConfigError) as err:
-        MassConf({'redis_url': 'redis://:s3cret@h:port/0'})
     assert 'redis_url' in str(err.value)
     assert 's3cret' not in str(err.value)
+    assert '***@' in str(err.value)
+
+
+@pytest.mark.parametrize('url', [
+    'redis+sentinel://10.0.0.1:26379,10.0.0.2:26379,[fd00::3]/mass',
+    'redis+sentinel://:s3cret@sentinel.example/mass/2',
+    'redis+cluster://10.0.0.1:7000,10.0.0.2:7000',
+    'redis+cluster://redis-cluster.example/',
+])
+def test_sentinel_and_cluster_urls_are_taken(url):
+    assert MassConf({'redis_url': url}).store.redis_url == url
+    assert QueueConf({'redis_url': url}).redis_url == url

@@ -8,12 +8,20 @@ import uuid
 
 import pytest
 import redis
+from redis.crc import key_slot
+from redis.exceptions import RedisClusterException
 
 from swift_mass.conf import QueueConf
-from swift_mass.generations import Generations, ring_devices
+from swift_mass.control.store import RedisStore
+from swift_mass.generations import Generations, object_key, ring_devices
+from swift_mass.proxy.methods.bodies import Entry, RedisBodies
+from swift_mass.redis_client import key_prefix
 from tests.unit.helpers import REDIS_URL, Clock, Logger
 
 DOWN_REDIS_URL = 'redis://127.0.0.1:1/0'  # connection refused
+DOWN_CLUSTER_URL = 'redis+cluster://127.0.0.1:1,127.0.0.1:2'
+# constructed, never asked
+SENTINEL_URL = 'redis+sentinel://127.0.0.1:26390/mass'
 
 
 DEVICE = '127.0.0.1:6210/sdb1'
@@ -207,6 +215,67 @@ def test_unreachable_reads_cost_one_timeout_per_retry_after():
     clock.now += 6
     assert gens.read('k', 't') == (None, None)
     assert len(tries) == 2
+
+
+def test_keys_are_renamed_on_a_cluster_only():
+    """mass:cache: on one Redis and a Sentinel's master, as in earlier
+    releases; {mass}:cache: on a Cluster, where the object servers' keys,
+    the proxies' (made from the store's prefix) and the cached bodies'
+    are all in the slot of {mass}."""
+    assert Generations(REDIS_URL, Logger()).prefix == 'mass:cache:'
+    assert Generations(SENTINEL_URL, Logger()).prefix == 'mass:cache:'
+    server = Generations(DOWN_CLUSTER_URL, Logger())
+    proxy = Generations(DOWN_CLUSTER_URL, Logger(), prefix=RedisStore(
+        DOWN_CLUSTER_URL).prefix + 'cache:')
+    assert server.prefix == proxy.prefix == '{mass}:cache:'
+    bodies = RedisBodies(proxy.client, 1024, 60, prefix=proxy.prefix)
+    key = object_key('AUTH_t', 'c', 'o')
+    names = [server.epoch_key, server.alive_key, server.instance_key,
+             server.bumper_prefix + DEVICE, server.bumps_key,
+             server.bumps_version_key, server._key(key)] + bodies._keys(key)
+    assert {key_slot(name.encode()) for name in names} == \
+        {key_slot(b'{mass}')}
+
+
+def test_every_key_written_under_the_cluster_tag_is_in_its_slot(
+        redis_db15):
+    """Against fakeredis with a Cluster's prefix: what the scripts write
+    (a put's eviction deletes entries it names itself) stays in the slot
+    of the tag."""
+    gens = trusting(Generations(REDIS_URL, Logger(), prefix=key_prefix(
+        DOWN_CLUSTER_URL, 'mass:cache:')))
+    assert gens.prefix == '{mass}:cache:'
+    first, _ = gens.read('k', 't')
+    assert gens.bump(['k'], '1700000000.00000')
+    assert gens.read('k', 't')[0] not in (None, first)
+    assert gens.load_bumped() and gens.bumped == frozenset(['t'])
+    entry = Entry(first, [], b'x' * 100)
+    # room for one entry (its body, validity and headers)
+    bodies = RedisBodies(gens.client, len(entry.dump()) * 3 // 2, 60,
+                         prefix=gens.prefix)
+    bodies.put('a', entry)
+    bodies.put('b', entry)  # evicts a
+    assert bodies.get('a') is None and bodies.get('b').body == entry.body
+    keys = list(redis_db15.scan_iter())
+    assert len(keys) >= 8
+    assert {key_slot(key) for key in keys} == {key_slot(b'{mass}')}
+
+
+def test_an_unreachable_cluster_is_redis_down_not_a_failed_start():
+    clock, repairs = Clock(), []
+    gens = Generations(DOWN_CLUSTER_URL, Logger(), clock=clock,
+                       sleep=clock.sleep, spawn=repairs.append)
+    bodies = RedisBodies(gens.client, 1024, 60, prefix=gens.prefix)
+    assert gens.read('k', 't') == (None, None)
+    assert isinstance(gens.error, RedisClusterException)
+    [(_, warning)] = gens.logger.lines
+    assert 'Redis unavailable (RedisClusterException' in warning
+    assert gens.uncovered(lambda: {DEVICE}) is None
+    assert gens.bump(['k']) is False and gens.dirty
+    assert repairs == [gens._repair]
+    assert not gens.heartbeat()
+    with pytest.raises(RedisClusterException):
+        bodies.get('k')
 
 
 def test_registrations_say_which_devices_bump():

@@ -111,7 +111,14 @@ class RedisBodies(Bodies):
     one script (one round trip, atomic), so proxies sharing the Redis
     never push the total over the budget between them.  An entry that
     expired by TTL is counted until it is evicted, so the bytes really
-    held never exceed the counted total."""
+    held never exceed the counted total.
+
+    Keys, under ``prefix`` (the generations', :mod:`swift_mass.generations`):
+    ``b:<key>`` an entry, ``lru``, ``sizes`` and ``bytes``.  A put's script
+    evicts entries it names from their prefix, so on a Redis Cluster all
+    must be in one slot: there the prefix is a hash tag (``{mass}:cache:``,
+    :func:`swift_mass.redis_client.key_prefix`), and one master holds every
+    body, within the one budget."""
     name = 'redis'
 
     _GET = """

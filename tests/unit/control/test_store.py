@@ -10,14 +10,19 @@ import uuid
 
 import pytest
 import redis
+from redis.crc import key_slot
 from swift.common.memcached import MemcacheRing
 
 from swift_mass.conf import MassConf
 from swift_mass.control.store import Breaker, LocalStore, MemcacheStore, \
     RedisStore, ResilientStore, store_from_conf
+from swift_mass.redis_client import key_prefix
 from tests.unit.helpers import MEMCACHE_SERVER, REDIS_URL, Clock
 
 DOWN_REDIS_URL = 'redis://127.0.0.1:1/0'  # connection refused
+DOWN_CLUSTER_URL = 'redis+cluster://127.0.0.1:1,127.0.0.1:2'
+# constructed, never asked
+SENTINEL_URL = 'redis+sentinel://127.0.0.1:26390/mass'
 DOWN_MEMCACHE_SERVER = '127.0.0.1:1'
 
 ODD_TENANTS = ('AUTH_test', 'AUTH_a:b', 'AUTH_\xc3\xa9', 'AUTH_x/y z%')
@@ -565,6 +570,62 @@ def test_redis_key_layout(redis_db15, redis_prefixes):
     assert 0 < redis_db15.pttl(prefix + 'leader') <= 5000
     assert store.acquire_lease('proxy-1', 60000)
     assert 5000 < redis_db15.pttl(prefix + 'leader') <= 60000
+
+
+def test_redis_keys_are_renamed_on_a_cluster_only():
+    """mass: on one Redis and on a Sentinel's master, as in earlier
+    releases (an upgrade finds its pins and table); {mass}: on a Cluster,
+    where every key the store names is in the slot of {mass}."""
+    assert RedisStore(REDIS_URL).prefix == 'mass:'
+    assert RedisStore(SENTINEL_URL).prefix == 'mass:'
+    store = RedisStore(DOWN_CLUSTER_URL)
+    assert store.prefix == '{mass}:'
+    names = store._policy_keys + [
+        store._key('buckets'), store._key('cb', B0),
+        store._key('c', B0) + ':AUTH_a', store._key('leader'),
+        store._key('pins'), store._key('policy', 'entries', 'a-token')]
+    assert {key_slot(name.encode()) for name in names} == \
+        {key_slot(b'{mass}')}
+
+
+def test_every_key_the_store_writes_under_the_cluster_tag_is_in_its_slot(
+        redis_db15):
+    """The scripts make keys of their own (counters, from their prefix):
+    with a Cluster's prefix, against fakeredis, every key written is in
+    the slot of the tag."""
+    store = RedisStore(REDIS_URL, prefix=key_prefix(DOWN_CLUSTER_URL,
+                                                    'mass:'))
+    assert store.prefix == '{mass}:'
+    store.add_counts_many([(tenant, B0, {'ops.GET': 1})
+                           for tenant in ODD_TENANTS], ttl=60)
+    assert set(store.read_counts(B0)) == set(ODD_TENANTS)
+    state = store.update_table(None, {'AUTH_a': {'method': 'cache'}},
+                               ['AUTH_a'])
+    store.put_table({'AUTH_b': {'method': 'batch'}})
+    assert store.table_changes(state)[2] is True
+    store.set_pin('AUTH_c', {'method': 'none'})
+    assert store.acquire_lease('proxy-1', 5000)
+    keys = list(redis_db15.scan_iter())
+    assert len(keys) >= len(ODD_TENANTS) + 6
+    assert {key_slot(key) for key in keys} == {key_slot(b'{mass}')}
+
+
+def test_an_unreachable_cluster_is_a_down_store_not_a_failed_start():
+    logger = Logger()
+    start = time.monotonic()
+    store = RedisStore(DOWN_CLUSTER_URL)
+    chain = store_from_conf(MassConf({'redis_url': DOWN_CLUSTER_URL}),
+                            logger)
+    assert time.monotonic() - start < 0.1
+    health = store.health()
+    assert health['ok'] is False
+    assert health['error'].startswith(
+        'RedisClusterException: Redis Cluster cannot be connected')
+    # the chain passes over it to worker-local state, and says so once
+    assert chain.put_table({'AUTH_a': {'method': 'cache'}}) == 1
+    assert chain.get_table() == (1, {'AUTH_a': {'method': 'cache'}})
+    [warning] = logger.lines['warning']
+    assert 'RedisClusterException' in warning and 'using local' in warning
 
 
 def test_memcache_lease_is_taken_by_one_of_many(memcache, memcache_prefixes):

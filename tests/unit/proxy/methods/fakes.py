@@ -16,6 +16,7 @@ from swift_mass.proxy.methods import base
 from tests.unit.helpers import REDIS_URL, Logger
 
 DOWN_REDIS_URL = 'redis://127.0.0.1:1/15'  # connection refused
+DOWN_CLUSTER_URL = 'redis+cluster://127.0.0.1:1,127.0.0.1:2'
 PATH = '/v1/AUTH_t/c/o'
 BODY = b'0123456789' * 10
 # The one device of the tiny Swift's object ring, its object server

@@ -16,8 +16,9 @@ from swift_mass.proxy.methods import cache
 from swift_mass.proxy.methods.bodies import Entry, LocalBodies
 from swift_mass.generations import object_key
 from swift_mass.control.store import LocalStore
-from tests.unit.proxy.methods.fakes import BODY, DEVICE, DOWN_REDIS_URL, \
-    PATH, MassConf, Swift, authorize_as, call, make, put
+from tests.unit.proxy.methods.fakes import BODY, DEVICE, \
+    DOWN_CLUSTER_URL, DOWN_REDIS_URL, PATH, MassConf, Swift, authorize_as, \
+    call, make, put
 from tests.unit.helpers import Clock, Logger
 
 
@@ -408,6 +409,23 @@ def test_store_down_hits_are_validated_by_a_head_as_the_client(prefix):
     resp = call(mass)
     assert (resp.body, resp.headers['X-Mass-Cache']) == (
         b'changed behind its back', 'miss')
+
+
+@pytest.mark.parametrize('down_url', [DOWN_REDIS_URL, DOWN_CLUSTER_URL])
+def test_a_proxy_whose_redis_is_down_from_the_start_serves_every_request(
+        prefix, down_url):
+    swift = Swift()
+    mass, _, logger = make(prefix, swift, store_url=down_url)
+    assert mass.methods.cache.bodies.name == 'redis'
+    swift.write(PATH, BODY)
+    for _ in range(3):
+        resp = call(mass)
+        assert (resp.status_int, resp.body) == (200, BODY)
+    put(mass, b'written')
+    resp = call(mass)
+    assert (resp.status_int, resp.body) == (200, b'written')
+    assert len(swift.object_requests('GET')) == 4
+    assert any('Redis unavailable' in line for _, line in logger.lines)
 
 
 def test_store_down_validation_head_is_authorised(prefix):
