@@ -25,9 +25,10 @@ from swift.common.memcached import load_memcache
 from swift.common.utils import readconf
 
 from swift_mass.cli.control import Quiet
-from swift_mass.conf import MassConf
+from swift_mass.conf import DEFAULT_REDIS_URL, MassConf
 from swift_mass.control.store import store_from_conf
 from swift_mass.generations import ring_devices
+from swift_mass.redis_client import client_from_url, key_prefix
 from tests.functional.conftest import PROXY, PROXY_CONF, SAIO, Tenant
 from tests.functional.waiting import until
 
@@ -92,17 +93,27 @@ def pin(account, method):
 COVERAGE_PERIOD = 5.5
 
 
+def proxies_redis():
+    """A client of the Redis the proxies' generations use (single, Sentinel
+    or Cluster: tools/saio redis), and the prefix of their keys there."""
+    url = readconf(PROXY_CONF, 'filter:mass').get('redis_url',
+                                                  DEFAULT_REDIS_URL)
+    prefix = key_prefix(url, 'mass:cache:')
+    return client_from_url(url, prefix, decode_responses=True,
+                           socket_timeout=5), prefix
+
+
 def tenant_trusted(account, within=30.0):
     """Until the proxies trust the account's generations: the leader
     published it as bumped, every live object server process of every
     device registered a version that has it, and the proxies' coverage
     lookups are that recent (swift_mass.generations: no write tax)."""
-    client = redis.Redis.from_url('redis://127.0.0.1:6379/0')
-    registry = 'mass:cache:bumping:'
+    client, prefix = proxies_redis()
+    registry = prefix + 'bumping:'
     devices = sorted(ring_devices('/etc/swift'))
 
     def applied():
-        entered = client.hget('mass:cache:bumps', account)
+        entered = client.hget(prefix + 'bumps', account)
         if entered is None:
             return False
         now = int(client.time()[0] * 1000)

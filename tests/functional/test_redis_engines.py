@@ -1,0 +1,111 @@
+"""Mass on Redis's two high-availability engines, Sentinel and Cluster
+(``tools/saio redis sentinel|cluster``; the topologies are
+tools/saio.d/redis-topology's, beside the SAIO's own Redis).
+
+Under load (a cached tenant whose objects are written through one proxy
+(8081) and read through the other (8080), every read checked against the
+acknowledged writes as tests/functional/test_cache.py's Load does, and a
+second tenant writing through 8080), the master holding Mass's keys is
+killed (SIGKILL) and a replica promoted.  Through it: no client request
+fails, no read is stale or wrong, the operator's pin and the control
+loop's decision for the tenant are still there, and the cache serves hits
+again from the promoted master (its generations under a new epoch: the
+promoted node is another Redis process).
+"""
+import subprocess
+import threading
+import uuid
+
+import pytest
+import requests
+
+from swift_mass.cli import control
+from tests.functional.conftest import PROXY, PROXY_CONF, ROOT, saio
+from tests.functional.test_cache import PROXY2, Client, Load, admin, \
+    generations_trusted, pin, wait_for_method  # noqa: F401 (fixture)
+from tests.functional.test_never_stale import finish, hits, wait_hits
+
+TOPOLOGY = ROOT + '/tools/saio.d/redis-topology'
+NAMES = ['he-%02d' % i for i in range(24)]
+
+
+@pytest.fixture(scope='module', params=['sentinel', 'cluster'])
+def engine(request, cluster):
+    switched = saio('redis', request.param, check=False)
+    try:
+        assert switched.returncode == 0, switched.stdout + switched.stderr
+        yield request.param
+    finally:
+        back = saio('redis', 'single', check=False)
+        assert back.returncode == 0, back.stdout + back.stderr
+
+
+class Writer(threading.Thread):
+    """Another tenant's client, writing new objects through 8080 until
+    stopped; every answer but a 201 is kept."""
+
+    def __init__(self, tenant_url, token, container):
+        super(Writer, self).__init__(daemon=True)
+        self.url = '%s/%s' % (tenant_url, container)
+        self.token = token
+        self.stopping = threading.Event()
+        self.done, self.failed = 0, []
+
+    def run(self):
+        n = 0
+        while not self.stopping.is_set():
+            n += 1
+            try:
+                resp = requests.put('%s/w%05d' % (self.url, n),
+                                    data=b'w' * 8192, timeout=20,
+                                    headers={'X-Auth-Token': self.token})
+                status = resp.status_code
+            except requests.RequestException as err:
+                status = repr(err)
+            if status == 201:
+                self.done += 1
+            else:
+                self.failed.append((n, status))
+
+
+def test_a_failover_under_load_fails_nothing_and_serves_nothing_stale(
+        engine, admin):  # noqa: F811
+    _, store, _ = control.load(PROXY_CONF)
+    generations_trusted(store)
+    account = 'AUTH_me%s' % uuid.uuid4().hex[:10]
+    client = Client(admin, account, 'c')
+    assert client.request('PUT', PROXY).status_code in (201, 202)
+    writer_account = 'AUTH_mw%s' % uuid.uuid4().hex[:10]
+    writer_url = admin.url.rsplit('/', 1)[0] + '/' + writer_account
+    assert requests.put(writer_url + '/w', headers={
+        'X-Auth-Token': admin.token}, timeout=20).status_code in (201, 202)
+    pin(account, 'cache')
+    wait_for_method(client, 'cache')
+    load = Load(client, NAMES, write_via=(PROXY2,), read_via=(PROXY,))
+    load.seed()
+    load.start()
+    writer = Writer(writer_url, admin.token, 'w')
+    writer.start()
+    try:
+        wait_hits(load, 30)
+        before = hits(load)
+        killed = subprocess.run([TOPOLOGY, engine, 'kill-master'],
+                                capture_output=True, text=True, timeout=120)
+        assert killed.returncode == 0, killed.stdout + killed.stderr
+        # sharing resumes on the promoted master
+        wait_hits(load, 30, limit=120)
+    finally:
+        writer.stopping.set()
+        writer.join(60)
+        finish(load, '%s failover' % engine)
+    print('%s: %d hits before the kill; %s; %d writes of the other tenant'
+          % (engine, before, killed.stdout.strip().splitlines()[-1],
+             writer.done))
+    assert writer.failed == [], writer.failed[:5]
+    assert writer.done > 0
+    # the operator's pin and the control loop's entry are still there
+    assert store.get_pins().get(account, {}).get('method') == 'cache'
+    _, table = store.get_table()
+    assert table.get(account, {}).get('method') == 'cache', table.get(
+        account)
+    store.delete_pin(account)
