@@ -31,7 +31,8 @@ Subcommands, by the module of :mod:`swift_mass.cli` that runs them::
                                    performance classes, kept in
                                    /etc/swift/mass-devices.json)
     swift-mass weights plan|apply --ring standard --alpha 0.5
-               (--weights 0.3,0.7 | --table T --clients N --read-ratio R)
+               (--weights 0.3,0.7 | --table T --clients N --read-ratio R
+                | --table T --from-monitor)
                                    (weights: a ring's device weights a
                                    step towards class weights W)
     swift-mass substores plan|apply --name NAME --classes fast

@@ -24,8 +24,13 @@ builder validates, and no partition would have two replicas on one server
 At its target already, ``apply`` changes nothing and says so.  Push the
 ring to every node afterwards, as after any rebalance.
 
-:func:`target_weights` and :func:`step_towards` are plain functions;
-:func:`plan_step` and :func:`apply_step` work on builder files.
+W is ``--weights``, or the lookup table's W for the workload nearest
+``--clients`` and ``--read-ratio``, or, with ``--from-monitor``, nearest
+the live workload Mass's monitor counted (:func:`live_workload`).
+
+:func:`target_weights`, :func:`step_towards` and :func:`live_workload`
+are plain functions; :func:`plan_step` and :func:`apply_step` work on
+builder files.
 """
 import collections
 import copy
@@ -293,6 +298,51 @@ def ring_files(swift_dir, ring):
     return base + '.builder', base + '.ring.gz'
 
 
+def live_workload(tenant_figures, seconds):
+    """(n_clients, read_ratio, what it came from) of the cluster's live
+    workload, from Mass's monitor: ``tenant_figures`` ({tenant: Figures
+    of :mod:`swift_mass.control.monitor`}) of the last ``seconds``.
+
+    The monitor counts requests, not clients; a BACOS client is a closed
+    loop with one request in flight, so N is the mean number of requests in
+    flight (Little's law: their summed latency over the seconds it was
+    summed over), at least 1.  The read ratio is reads among reads and
+    writes.  ValueError when the monitor saw neither."""
+    reads = writes = 0
+    busy_ms = 0.0
+    for found in tenant_figures.values():
+        reads += found.reads
+        writes += found.writes
+        for op, count in found.ops.items():
+            busy_ms += found.mean_latency_ms.get(op, 0.0) * count
+    if reads + writes == 0 or seconds <= 0:
+        raise ValueError('Mass\'s monitor saw no reads or writes in the '
+                         'last %d s: give --clients and --read-ratio'
+                         % seconds)
+    in_flight = busy_ms / 1000.0 / seconds
+    return max(1, int(round(in_flight))), round(
+        reads / float(reads + writes), lookup.RATIO_DIGITS), {
+            'tenants': len(tenant_figures), 'reads': reads,
+            'writes': writes, 'seconds': seconds,
+            'in_flight': round(in_flight, 3)}
+
+
+def monitor_workload(conf_path, clock=time.time):
+    """:func:`live_workload` of the window the control loop of the proxy
+    config ``conf_path`` decides by, read from its shared store."""
+    # the control loop's store and settings, loaded only for --from-monitor
+    # (ring variants of the benchmark import this module without them)
+    from swift_mass.cli import control
+    from swift_mass.control import monitor
+    conf, store, settings = control.load(conf_path)
+    now = clock()
+    since = monitor.window_buckets(now, settings.window, conf.bucket_seconds)
+    counted = store.read_counts(since)
+    return live_workload({tenant: monitor.figures(buckets.values())
+                          for tenant, buckets in counted.items()},
+                         max(1, int(now - since)))
+
+
 def choose_weights(classes, weights=None, table=None, n_clients=None,
                    read_ratio=None, allow_zero=False):
     """({class: share}, source): from ``--weights`` or from the lookup
@@ -320,9 +370,21 @@ def run_step(args):
     classes = devices.load_classes(devices.classes_path(
         args.swift_dir, args.classes_file))
     device_class = {k: v['class'] for k, v in classes['devices'].items()}
+    n_clients, read_ratio, live = args.clients, args.read_ratio, None
+    if args.from_monitor:
+        if args.table is None or n_clients is not None or \
+                read_ratio is not None:
+            raise ValueError('--from-monitor takes the workload from Mass\'s '
+                             'monitor for --table; allowed: --table with '
+                             '--from-monitor, or with --clients and '
+                             '--read-ratio')
+        n_clients, read_ratio, live = monitor_workload(args.conf)
     weights, source = choose_weights(
-        classes['classes'], args.weights, args.table, args.clients,
-        args.read_ratio, args.allow_zero)
+        classes['classes'], args.weights, args.table, n_clients,
+        read_ratio, args.allow_zero)
+    if live is not None:
+        source = dict(source, monitor=dict(live, n_clients=n_clients,
+                                           read_ratio=read_ratio))
     builder_path, ring_path = ring_files(args.swift_dir, args.ring)
     do = apply_step if args.action == 'apply' else plan_step
     result = do(builder_path, ring_path, device_class, weights,
@@ -342,6 +404,13 @@ def format_step(r):
                 src['distance'], src['score'])),
         '%-10s %7s %9s %11s %8s' % ('class', 'devices', 'share', 'after step',
                                     'target')]
+    live = src.get('monitor')
+    if live:
+        lines.insert(2, 'live workload from Mass\'s monitor: %d clients '
+                     '(%.1f requests in flight), read ratio %g, over %d s '
+                     'of %d tenants' % (live['n_clients'], live['in_flight'],
+                                        live['read_ratio'], live['seconds'],
+                                        live['tenants']))
     for name in r['class_order']:
         c = r['classes'].get(name)
         if c:
@@ -401,6 +470,11 @@ def add_parsers(subparsers):
                        'nearest --clients and --read-ratio')
         a.add_argument('--clients', type=int)
         a.add_argument('--read-ratio', type=float)
+        a.add_argument('--from-monitor', action='store_true',
+                       help='with --table: N and the read ratio of the '
+                       'live workload, from Mass\'s monitor (the shared '
+                       'store of swift-mass --conf): N the mean requests '
+                       'in flight over the control loop\'s window')
         a.add_argument('--allow-zero', action='store_true',
                        help='let a class\'s share be 0 (drains its devices)')
         a.add_argument('--seed', type=int,

@@ -3,12 +3,16 @@ apply on real RingBuilder files in a temporary swift_dir."""
 import json
 import os
 import re
+import time
 
 import pytest
 
 from swift.common.ring import RingBuilder, RingData
 
-from swift_mass.cli import devices, lookup, main as cli, weights
+from swift_mass.cli import control, devices, lookup, main as cli, weights
+from swift_mass.conf import MassConf
+from swift_mass.control import monitor
+from swift_mass.control.store import LocalStore
 from tests.unit.cli import hetero
 
 W = {'slow': 0.3, 'fast': 0.7}
@@ -371,3 +375,74 @@ def test_devices_being_removed_are_left_alone(swift_dir):
     assert [c['id'] for c in result['changes']] == list(range(7))
     assert result['classes']['slow']['devices'] == 3
     assert result['refusals'] == [] and result['reaches_target']
+
+
+def many(counts, times):
+    """The counter deltas of ``times`` requests like ``counts``."""
+    return {field: value * times for field, value in counts.items()}
+
+
+def test_the_live_workload_from_the_monitor_is_little_s_law():
+    # two tenants over 60 s: 6,000 reads of 40 ms and 1,500 writes of
+    # 200 ms are 540 s of requests in flight: 9 at a time
+    seen = {
+        'AUTH_a': monitor.figures([many(monitor.request_counts(
+            'GET', 200, 0, 4096, 0.040), 6000)]),
+        'AUTH_b': monitor.figures([many(monitor.request_counts(
+            'PUT', 201, 4096, 0, 0.200), 1500)])}
+    n_clients, read_ratio, live = weights.live_workload(seen, 60)
+    assert (n_clients, read_ratio) == (9, 0.8)
+    assert live == {'tenants': 2, 'reads': 6000, 'writes': 1500,
+                    'seconds': 60, 'in_flight': 9.0}
+    # a quiet cluster still has one client
+    assert weights.live_workload({'AUTH_a': monitor.figures([
+        monitor.request_counts('HEAD', 200, 0, 0, 0.001)])}, 60)[:2] == \
+        (1, 1.0)
+    with pytest.raises(ValueError, match='saw no reads or writes in the '
+                       'last 60 s: give --clients and --read-ratio'):
+        weights.live_workload({}, 60)
+
+
+def test_weights_plan_from_the_monitor_picks_the_nearest_workload(
+        swift_dir, tmp_path, capsys, monkeypatch):
+    probed(swift_dir)
+    table = str(tmp_path / 'lookup.json')
+    lookup.record_file(table, ['slow', 'fast'], 4, 0.8, (0.5, 0.5), 0.01, 0)
+    lookup.record_file(table, ['slow', 'fast'], 32, 0.8, (0.25, 0.75),
+                       0.01, 0)
+    # in the control loop's window: 1,000 reads and 250 writes of 1.4 s,
+    # about 30 requests in flight at a time
+    store = LocalStore()
+    bucket = monitor.Window(5).bucket_of(time.time())
+    store.add_counts_many([
+        ('AUTH_a', bucket, many(monitor.request_counts(
+            'GET', 200, 0, 4096, 1.4), 1000)),
+        ('AUTH_b', bucket, many(monitor.request_counts(
+            'PUT', 201, 4096, 0, 1.4), 250))], 600)
+    loaded = []
+
+    def load(conf_path):
+        loaded.append(conf_path)
+        conf = MassConf({})
+        return conf, store, conf.control
+    monkeypatch.setattr(control, 'load', load)
+    status, out, err = run(capsys, '--conf', 'p.conf', '--json', 'weights',
+                           'plan', '--ring', 'standard', '--swift-dir',
+                           swift_dir, '--table', table, '--from-monitor')
+    assert status == 0, err
+    result = json.loads(out)
+    live = result['source']['monitor']
+    assert loaded == ['p.conf']
+    assert (live['tenants'], live['reads'], live['writes'],
+            live['read_ratio']) == (2, 1000, 250, 0.8)
+    assert 25 <= live['n_clients'] <= 35, live
+    assert result['source']['n_clients'] == 32
+    assert result['weights'] == {'slow': 0.25, 'fast': 0.75}
+    status, out, err = run(capsys, 'weights', 'plan', '--ring', 'standard',
+                           '--swift-dir', swift_dir, '--table', table,
+                           '--from-monitor', '--clients', '4')
+    assert status == 1 and '--from-monitor takes the workload' in err
+    status, out, err = run(capsys, 'weights', 'plan', '--ring', 'standard',
+                           '--swift-dir', swift_dir, '--table', table,
+                           '--from-monitor')
+    assert 'live workload from Mass\'s monitor: ' in out, out
