@@ -777,24 +777,9 @@ class Migrator(object):
     def _forget_journal_container(self):
         """Delete the journal container unless it holds another
         container's journal or lock.  It carries the mark, so one left
-        behind refuses the tenant's own writes to it (and its deletion):
-        while Swift still counts the objects just deleted (409 with an
-        empty listing), try again."""
-        for attempt in range(self.delete_retries):
-            try:
-                self.conn.delete_container(JOURNAL_CONTAINER)
-                return
-            except ClientException as err:
-                if _status(err) == 404:
-                    return
-                if _status(err) != 409:
-                    raise
-            if self.listing(JOURNAL_CONTAINER):
-                return  # other moves' journals or locks
-            self.sleep(min(5.0, 0.5 * (attempt + 1)))
-        raise MigrationError('%s is empty but Swift still counts objects in '
-                             'it: delete it later (as a reseller admin)'
-                             % JOURNAL_CONTAINER)
+        behind refuses the tenant's own writes to it (and its deletion).
+        This run's lock is released by now, so it is not checked."""
+        self._delete_container(JOURNAL_CONTAINER, check_lock=False)
 
     # --- objects ---------------------------------------------------------
 
@@ -889,12 +874,13 @@ class Migrator(object):
         return self._parallel(lambda name: self.delete_object(
             container, name), entries, '%s: %s' % (container, what))
 
-    def _delete_container(self, container):
+    def _delete_container(self, container, check_lock=True):
         """Delete an emptied container, waiting while its object count
         catches up with the deletes (Swift answers 409 meanwhile); False if
         it lists objects: the caller decides what becomes of them."""
         for attempt in range(self.delete_retries):
-            self.lock.check()
+            if check_lock:
+                self.lock.check()
             try:
                 self.conn.delete_container(container)
                 return True
