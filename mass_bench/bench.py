@@ -447,21 +447,14 @@ class Bench(object):
             self.rings.restore()
 
     def switch(self, mode):
-        if self.rings:
-            ring_variant = self.ring_variants.get(mode)
-            self.rings.install(mode if ring_variant else None)
-            if ring_variant:
-                self._queue(self.queue_baseline)
-                self._switch(ring_variant.mode)
-                self.mode = mode
-                return
         variant = self.variants.get(mode)
+        ring_variant = self.ring_variants.get(mode)
         self._queue(variant.options if variant else self.queue_baseline)
-        if variant:
-            self._switch(variant.mode)
-            self.mode = mode
-            return
-        self._switch(mode)
+        if self.rings:
+            self.rings.install(mode if ring_variant else None)
+        base = variant or ring_variant
+        self._switch(base.mode if base else mode)
+        self.mode = mode
 
     def _switch(self, mode):
         want = 'without' if mode == 'default' else 'with'
