@@ -9,11 +9,11 @@ import pytest
 
 from swift.common.ring import RingBuilder, RingData
 
-from swift_mass.cli import control, devices, lookup, main as cli, weights
-from swift_mass.conf import MassConf
+from swift_mass.cli import devices, lookup, main as cli, weights
 from swift_mass.control import monitor
-from swift_mass.control.store import LocalStore
 from tests.unit.cli import hetero
+# the commands on a worker-local store in place of the proxies'
+from tests.unit.cli.test_control import store  # noqa: F401
 
 W = {'slow': 0.3, 'fast': 0.7}
 
@@ -404,7 +404,7 @@ def test_the_live_workload_from_the_monitor_is_little_s_law():
 
 
 def test_weights_plan_from_the_monitor_picks_the_nearest_workload(
-        swift_dir, tmp_path, capsys, monkeypatch):
+        swift_dir, tmp_path, capsys, store):  # noqa: F811
     probed(swift_dir)
     table = str(tmp_path / 'lookup.json')
     lookup.record_file(table, ['slow', 'fast'], 4, 0.8, (0.5, 0.5), 0.01, 0)
@@ -412,27 +412,19 @@ def test_weights_plan_from_the_monitor_picks_the_nearest_workload(
                        0.01, 0)
     # in the control loop's window: 1,000 reads and 250 writes of 1.4 s,
     # about 30 requests in flight at a time
-    store = LocalStore()
     bucket = monitor.Window(5).bucket_of(time.time())
     store.add_counts_many([
         ('AUTH_a', bucket, many(monitor.request_counts(
             'GET', 200, 0, 4096, 1.4), 1000)),
         ('AUTH_b', bucket, many(monitor.request_counts(
             'PUT', 201, 4096, 0, 1.4), 250))], 600)
-    loaded = []
-
-    def load(conf_path):
-        loaded.append(conf_path)
-        conf = MassConf({})
-        return conf, store, conf.control
-    monkeypatch.setattr(control, 'load', load)
     status, out, err = run(capsys, '--conf', 'p.conf', '--json', 'weights',
                            'plan', '--ring', 'standard', '--swift-dir',
                            swift_dir, '--table', table, '--from-monitor')
     assert status == 0, err
     result = json.loads(out)
     live = result['source']['monitor']
-    assert loaded == ['p.conf']
+    assert store.loaded == ['p.conf']
     assert (live['tenants'], live['reads'], live['writes'],
             live['read_ratio']) == (2, 1000, 250, 0.8)
     assert 25 <= live['n_clients'] <= 35, live
