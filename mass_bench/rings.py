@@ -18,6 +18,7 @@ bench waits until every proxy may have loaded it (Swift's
 ``Ring.reload_time``, 15 s).
 """
 import os
+import tempfile
 import time
 
 from swift.common.ring import RingBuilder
@@ -75,22 +76,17 @@ def weighted_ring(swift_dir, policy, shares, classes_file=None, seed=1):
         raise ValueError('%s weighted %s: %s' % (
             policy, ','.join('%g' % s for s in checked),
             '; '.join(report['refusals'])))
-    data = _ring_bytes((trial or builder).get_ring(),
-                       os.path.dirname(ring_path))
-    return ring_path, data, report
+    return ring_path, _ring_bytes((trial or builder).get_ring()), report
 
 
-def _ring_bytes(ring, directory):
+def _ring_bytes(ring):
     # the bytes RingData.save writes (its gzip header has a fixed time),
     # as swift-ring-builder would have written them
-    tmp = os.path.join(directory, '.mass-bench-ring.gz')
-    try:
-        ring.save(tmp)
-        with open(tmp, 'rb') as fp:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'object.ring.gz')
+        ring.save(path)
+        with open(path, 'rb') as fp:
             return fp.read()
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 class RingSwitcher(object):
@@ -114,29 +110,25 @@ class RingSwitcher(object):
             if path not in self.originals:
                 with open(path, 'rb') as fp:
                     self.originals[path] = fp.read()
-        self.installed = {path: data for path, data in
-                          self.originals.items()}
+        self.installed = dict(self.originals)
 
-    def install(self, variant=None):
+    def install(self, variant=None, wait=True):
         """The ring files of ``variant`` (None: the originals) in place;
-        True if a file changed (and the proxies were given time to load
-        it)."""
+        True if a file changed (and, with ``wait``, the proxies were given
+        time to load it)."""
         wanted = dict(self.originals, **self.rings.get(variant, {}))
         changed = [p for p, data in wanted.items()
                    if self.installed.get(p) != data]
         for path in changed:
             _write(path, wanted[path])
             self.installed[path] = wanted[path]
-        if changed:
+        if changed and wait:
             self.sleep(self.wait)
         return bool(changed)
 
     def restore(self):
         """The original ring files, without waiting."""
-        for path, data in self.originals.items():
-            if self.installed.get(path) != data:
-                _write(path, data)
-                self.installed[path] = data
+        self.install(None, wait=False)
 
 
 def _write(path, data):
