@@ -106,8 +106,21 @@ def substore_option(conf, section, option):
     return policy.name
 
 
-def _control_settings(conf, section=SECTION):
-    """The control loop's settings (swift_mass.control.controller.Settings)."""
+def _warmup_option(conf, section, window):
+    """``validation_warmup_seconds``: at least a window (by default one),
+    so no window a method is judged by holds its cold start."""
+    option = 'validation_warmup_seconds'
+    try:
+        return int_option(conf, section, option, window, window)
+    except ConfigError:
+        raise invalid_option(section, option, conf.get(option),
+                             'an integer >= window_seconds (%d)' % window)
+
+
+def _control_settings(conf, section=SECTION, interval=5.0):
+    """The control loop's settings (swift_mass.control.controller.Settings);
+    `interval`, the ``interval`` option, is how long a decision may take
+    to reach every worker."""
     thresholds = classify.Thresholds(
         read_share=float_option(conf, section, 'read_share', 0.8, 0.0, 1.0),
         write_share=float_option(conf, section, 'write_share', 0.2, 0.0,
@@ -126,12 +139,16 @@ def _control_settings(conf, section=SECTION):
         methods[cls] = choice_option(
             conf, section, '%s_method' % cls,
             controller.DEFAULT_METHODS[cls], controller.METHODS)
+    window = int_option(conf, section, 'window_seconds', 60, 10)
     return controller.Settings(
-        thresholds=thresholds, rings=rings, methods=methods,
-        window=int_option(conf, section, 'window_seconds', 60, 10),
-        margin=float_option(conf, section, 'validation_margin', 0.0, 0.0,
+        thresholds=thresholds, rings=rings, methods=methods, window=window,
+        margin=float_option(conf, section, 'validation_margin', 0.15, 0.0,
                             10.0),
-        holdoff=int_option(conf, section, 'holdoff_seconds', 600, 0))
+        holdoff=int_option(conf, section, 'holdoff_seconds', 600, 0),
+        warmup=_warmup_option(conf, section, window),
+        validation_window=int_option(conf, section,
+                                     'validation_window_seconds', 60, 10),
+        interval=interval)
 
 
 def redacted_url(url):
@@ -218,6 +235,14 @@ class CacheConf(object):
                 '[%s] cache_budget_bytes = %d is not valid; allowed: at '
                 'least cache_max_object_size (%d)' % (
                     section, self.budget, self.max_object_size))
+        # each worker's own LRU in front of shared bodies (0: none)
+        self.local_budget = int_option(
+            conf, section, 'cache_local_budget_bytes', 32 * 1024 * 1024, 0)
+        if 0 < self.local_budget < self.max_object_size:
+            raise ConfigError(
+                '[%s] cache_local_budget_bytes = %d is not valid; allowed: '
+                '0 (no worker cache) or at least cache_max_object_size (%d)'
+                % (section, self.local_budget, self.max_object_size))
         self.ttl = int_option(conf, section, 'cache_ttl', 300, 1)
         self.generation_ttl = int_option(
             conf, section, 'cache_generation_ttl', 86400, self.ttl)
@@ -263,7 +288,7 @@ class MassConf(object):
         self.tenant_metrics = int_option(conf, section, 'tenant_metrics',
                                          DEFAULT_TENANT_METRICS, 0)
         #: the control loop's (swift_mass.control.controller.Settings)
-        self.control = _control_settings(conf, section)
+        self.control = _control_settings(conf, section, self.interval)
         if self.control.window < 2 * self.bucket_seconds:
             raise ConfigError('[%s] window_seconds = %d is not valid; '
                               'allowed: at least twice bucket_seconds (%d)'

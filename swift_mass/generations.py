@@ -30,7 +30,7 @@ when it changes.  The ways Redis misbehaves, and what each does here:
   those it opens there are checked (:mod:`swift_mass.redis_client`);
 * **Redis refuses writes but answers reads** (MISCONF, ``maxmemory`` with
   ``noeviction``, a READONLY replica, ``min-replicas-to-write``): a read is
-  a write too (it renews the generation's TTL), so readers fail with the
+  a write too (it renews ``alive``, below), so readers fail with the
   writers and validate hits against Swift meanwhile;
 * **Redis hangs** or **goes away for a while**: writers wait at most
   ``bump_wait`` seconds, then answer the client and become *dirty*: they
@@ -150,14 +150,16 @@ class Generations(object):
         (:func:`redis_run_id`; the unit tests' fake Redis has its own).
     """
 
+    # A generation is written only when there is none (a lost key must
+    # not bring an older token back); the bumps renew its TTL.  The gap
+    # check's SET of `alive` is the read's one unconditional write: a
+    # Redis that refuses the writers' bumps refuses this read too.
     _READ = """
         local gen = redis.call('GET', KEYS[3])
         if not gen then
             gen = ARGV[3]
+            redis.call('SET', KEYS[3], gen, 'EX', ARGV[4])
         end
-        -- a write before anything else: a Redis that refuses writes
-        -- refuses this read too
-        redis.call('SET', KEYS[3], gen, 'EX', ARGV[4])
     """ + _GAP + """
         local entered = redis.call('HGET', KEYS[4], ARGV[5])
         if not entered then

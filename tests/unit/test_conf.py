@@ -70,11 +70,14 @@ BAD = [
     ('write_substore', 'old'), ('mixed_substore', 'gold'),
     ('read_method', 'fast'), ('write_method', 'queue'),
     ('mixed_method', 'x'), ('validation_margin', '-1'),
+    ('validation_warmup_seconds', '59'),
+    ('validation_window_seconds', '9'),
     ('holdoff_seconds', '-1'), ('urgent_recheck_seconds', '3601'),
     ('migrate_retry_after', '0'), ('store', 'mongodb'),
     ('redis_url', 'http://127.0.0.1:6379/0'), ('redis_timeout_ms', 'fast'),
     ('store_retry_after', '1.5'), ('cache_backend', 'disk'),
     ('cache_max_object_size', '0'), ('cache_budget_bytes', '-1'),
+    ('cache_local_budget_bytes', '-1'),
     ('cache_ttl', '0'), ('cache_generation_ttl', '299'),
     ('cache_ttl_only', 'sometimes'), ('cache_redis_timeout_ms', '0'),
     ('merge_wait_seconds', '301'),
@@ -109,6 +112,9 @@ def test_every_option_of_the_sample_is_checked():
     ({'window_seconds': '10', 'bucket_seconds': '6'},
      "[filter:mass] window_seconds = 10 is not valid; allowed: at least "
      "twice bucket_seconds (6)"),
+    ({'cache_local_budget_bytes': '10', 'cache_max_object_size': '20'},
+     "[filter:mass] cache_local_budget_bytes = 10 is not valid; allowed: 0 "
+     "(no worker cache) or at least cache_max_object_size (20)"),
     ({'cache_budget_bytes': '10', 'cache_max_object_size': '20'},
      "[filter:mass] cache_budget_bytes = 10 is not valid; allowed: at "
      "least cache_max_object_size (20)"),
@@ -118,6 +124,19 @@ def test_every_option_of_the_sample_is_checked():
     ({'read_share': '0.5', 'write_share': '0.6'},
      "[filter:mass] read_share, write_share, hysteresis: write_share must "
      "be below read_share"),
+    # a warm-up shorter than a window would judge the method's cold start
+    ({'window_seconds': '120', 'validation_warmup_seconds': '60'},
+     "[filter:mass] validation_warmup_seconds = '60' is not valid; "
+     "allowed: an integer >= window_seconds (120)"),
+    ({'validation_warmup_seconds': 'soon'},
+     "[filter:mass] validation_warmup_seconds = 'soon' is not valid; "
+     "allowed: an integer >= window_seconds (60)"),
+    ({'validation_window_seconds': '1.5'},
+     "[filter:mass] validation_window_seconds = '1.5' is not valid; "
+     "allowed: an integer >= 10"),
+    ({'validation_margin': '15%'},
+     "[filter:mass] validation_margin = '15%' is not valid; allowed: a "
+     "number from 0 to 10"),
 ])
 def test_options_checked_against_each_other(options, named):
     with pytest.raises(ConfigError) as err:
@@ -142,14 +161,20 @@ def test_defaults():
     assert mass.control.window == 60
     assert mass.control.methods == {'read': 'cache', 'write': 'batch',
                                     'mixed': 'none'}
-    assert mass.control.margin == 0.0
+    # validation: a 15 % margin, above the noise; a warm-up of one window
+    # (window_seconds) after the decision reached every worker (interval);
+    # verdicts over at least 60 s
+    assert (mass.control.margin, mass.control.warmup,
+            mass.control.validation_window, mass.control.holdoff,
+            mass.control.interval) == (0.15, 60, 60, 600, 5.0)
     assert vars(mass.store) == {
         'kind': 'redis', 'redis_url': 'redis://127.0.0.1:6379/0',
         'redis_timeout_ms': 50, 'retry_after': 30}
     assert vars(mass.cache) == {
         'backend': 'redis', 'memcache_servers': [],
-        'max_object_size': 1048576, 'budget': 67108864, 'ttl': 300,
-        'generation_ttl': 86400, 'ttl_only': False, 'redis_timeout': 0.25}
+        'max_object_size': 1048576, 'budget': 67108864,
+        'local_budget': 33554432, 'ttl': 300, 'generation_ttl': 86400,
+        'ttl_only': False, 'redis_timeout': 0.25}
     assert mass.merge.wait_seconds == 10.0
 
 
@@ -178,6 +203,19 @@ def test_options_are_read(policies):
             mass.cache.redis_timeout) == ('memcache', True, 0.15)
     assert mass.cache.memcache_servers == ['10.0.0.1:11211', '[::1]:11212']
     assert mass.merge.wait_seconds == 0.5
+
+
+def test_validation_options_are_read():
+    mass = MassConf({'interval': '2', 'window_seconds': '20',
+                     'validation_margin': '0.3',
+                     'validation_warmup_seconds': '45',
+                     'validation_window_seconds': '120',
+                     'holdoff_seconds': '0'})
+    assert (mass.control.margin, mass.control.warmup,
+            mass.control.validation_window, mass.control.holdoff,
+            mass.control.interval) == (0.3, 45, 120, 0, 2.0)
+    # the warm-up follows window_seconds unless set
+    assert MassConf({'window_seconds': '90'}).control.warmup == 90
 
 
 REDIS_URL_FORMS = (

@@ -74,6 +74,20 @@ def test_a_lost_key_is_a_new_token(gens):
     assert gens.read('k', 't')[0] != first
 
 
+def test_a_read_writes_a_generation_only_when_there_is_none(gens):
+    """A hit's validity read wrote the generation back (GET + SET EX) on
+    every read; only ``alive`` must be written each time."""
+    key = gens.prefix + 'g:k'
+    first, _ = gens.read('k', 't')
+    assert 0 < gens.client.ttl(key) <= gens.ttl
+    gens.client.expire(key, 1000)
+    alive = gens.client.get(gens.alive_key)
+    time.sleep(0.002)
+    assert gens.read('k', 't')[0] == first
+    assert gens.client.ttl(key) <= 1000  # not written again
+    assert gens.client.get(gens.alive_key) != alive  # the one write
+
+
 def test_a_restart_from_a_snapshot_invalidates_everything(gens):
     old, _ = gens.read('k', 't')  # a body was cached under this
     saved = snapshot(gens)

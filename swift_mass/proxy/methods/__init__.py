@@ -2,8 +2,9 @@
 
 :class:`Methods` is what the proxy filter asks, per request, which app
 answers it: the app right of Mass (most requests), or the method of the
-tenant's policy when that method acts on the request (a ``merge``
-tenant's small PUT: written through to the cache).  Before that, the
+tenant's policy when that method acts on the request
+(:meth:`base.Method.decide`; a ``merge`` tenant's small PUT is written
+through to the cache this way).  Before that, the
 method of the tenant's policy tags the request (:meth:`base.Method.tag`:
 ``batch``'s tag).  Writes need nothing from the proxy: the object servers
 give each object they write a new generation
@@ -37,8 +38,6 @@ class Methods(object):
             method = self.by_name.get(entry.get('method'))
         if method is not None:
             method.tag(env)
-        if method is self.merge and self.merge.writes_through(env):
-            return functools.partial(self.merge.write, app=app)
         if method is None or not method.decide(env):
             return app
         return functools.partial(method.wrap, app=app)

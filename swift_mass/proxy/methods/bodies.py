@@ -16,19 +16,33 @@ import cachetools
 # memcached refuses items over its item size limit (1 MiB by default); an
 # entry is its body plus headers, so keep well under it.
 MEMCACHE_MAX_ITEM = 1024 * 1024 - 16 * 1024
+# What a body is kept and sent in: the proxy's own chunk size
+# (object_chunk_size, client_chunk_size), under glibc's mmap threshold.
+CHUNK = 64 * 1024
 
 
 class Entry(object):
     """A cached GET response: ``validity`` (None: fetched while the
     generations could not be read, so only a backend check makes it
     servable), ``headers`` (a list of pairs, as Swift's proxy sent them,
-    Content-Length aside) and ``body``."""
-    __slots__ = ('validity', 'headers', 'body')
+    Content-Length aside) and the body as ``chunks``, bytes of at most
+    :data:`CHUNK` each (larger ones, or the body in one piece, are cut
+    so).
 
-    def __init__(self, validity, headers, body):
+    The body is kept in chunks, never joined: a hit sends them as they
+    are, and neither the decrypter nor the socket ever gets one large
+    buffer (each fresh buffer over glibc's mmap threshold costs page
+    faults, more than the rest of a hit)."""
+    __slots__ = ('validity', 'headers', 'chunks', 'length')
+
+    def __init__(self, validity, headers, chunks):
         self.validity = validity
         self.headers = headers
-        self.body = body
+        if isinstance(chunks, (bytes, bytearray, memoryview)):
+            chunks = (chunks,)
+        self.chunks = tuple(piece for chunk in chunks for piece in (
+            (chunk,) if len(chunk) <= CHUNK else cut(chunk)))
+        self.length = sum(len(chunk) for chunk in self.chunks)
 
     def header(self, name):
         name = name.lower()
@@ -38,19 +52,31 @@ class Entry(object):
         return None
 
     @property
+    def body(self):
+        """The body in one piece (for a range, and for shared backends,
+        which store one value)."""
+        return b''.join(self.chunks)
+
+    @property
     def size(self):
-        return len(self.body) + sum(len(k) + len(v) for k, v in self.headers)
+        return self.length + sum(len(k) + len(v) for k, v in self.headers)
 
     def dump(self):
         meta = json.dumps({'v': self.validity, 'h': self.headers},
                           separators=(',', ':')).encode('utf-8')
-        return meta + b'\n' + self.body
+        return b''.join((meta, b'\n') + self.chunks)
 
     @classmethod
     def load(cls, blob):
-        meta, _, body = blob.partition(b'\n')
-        meta = json.loads(meta)
-        return cls(meta['v'], [tuple(pair) for pair in meta['h']], body)
+        end = blob.index(b'\n')
+        meta = json.loads(blob[:end])
+        return cls(meta['v'], [tuple(pair) for pair in meta['h']],
+                   cut(blob, end + 1))
+
+
+def cut(data, start=0):
+    """``data[start:]`` in chunks of at most :data:`CHUNK` bytes."""
+    return [bytes(data[i:i + CHUNK]) for i in range(start, len(data), CHUNK)]
 
 
 class Bodies(object):

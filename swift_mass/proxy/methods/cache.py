@@ -51,6 +51,7 @@ Responses to requests the cache considered carry ``X-Mass-Cache: hit`` or
 import time
 
 import cachetools
+import eventlet
 from swift.common.http import is_success
 from swift.common.memcached import load_memcache
 from swift.common.request_helpers import resolve_etag_is_at_header
@@ -143,7 +144,9 @@ def redis_of(store):
 
 class Collector(object):
     """The body of a response on its way to the client, kept as it goes;
-    ``on_complete(body)`` is called at close if all of it was sent."""
+    ``on_complete(chunks)`` is called at close if all of it was sent (the
+    chunks as the app sent them, not joined: see
+    :class:`swift_mass.proxy.methods.bodies.Entry`)."""
 
     def __init__(self, app_iter, length, on_complete):
         self.app_iter = app_iter
@@ -171,22 +174,30 @@ class Collector(object):
         close = getattr(self.app_iter, 'close', None)
         if close is not None:
             close()
+        chunks, self.chunks = self.chunks, []
         if self.received == self.length:
-            self.on_complete(b''.join(self.chunks))
-        self.chunks = []
+            self.on_complete(chunks)
 
 
 class CacheMethod(base.Method):
     name = 'cache'
 
     def __init__(self, app, settings, logger, bodies, generations,
-                 clock=time.time, devices=None):
+                 clock=time.time, devices=None, local=None,
+                 spawn=eventlet.spawn_n):
         self.app = app  # the proxy app: container info, validation HEADs
         self.settings = settings
         self.logger = logger
+        #: where bodies are shared (Redis, memcache), or this worker's
+        #: own LRU when nothing is shared
         self.bodies = bodies
+        #: this worker's LRU in front of shared ``bodies`` (None: none):
+        #: a hit it answers moves no body over the network
+        self.local = local
         self.generations = generations
         self.clock = clock
+        # a fill of the shared bodies runs off the client's path
+        self.spawn = spawn
         #: ``devices()``: every device of the object rings, each of which
         #: needs an object server that bumps generations
         self.devices = devices
@@ -228,8 +239,12 @@ class CacheMethod(base.Method):
             bodies = MemcacheBodies(settings.ttl)
         else:
             bodies = LocalBodies(settings.budget, settings.ttl)
+        local = None
+        if backend != 'local' and settings.local_budget:
+            local = LocalBodies(settings.local_budget, settings.ttl)
         return cls(app, settings, logger, bodies, generations,
-                   devices=lambda: ring_devices(mass_conf.swift_dir))
+                   devices=lambda: ring_devices(mass_conf.swift_dir),
+                   local=local)
 
     # -- helpers -------------------------------------------------------
 
@@ -280,10 +295,7 @@ class CacheMethod(base.Method):
         cached body (a swob Response), or None when the backend must
         answer: not cached, stale, or a request only Swift's proxy answers
         right."""
-        entry = self._body_call(env, 'get', key)
-        if entry is None:
-            return None
-        return self._answer(env, key, entry)
+        return self._hit(env, key, self._read(env, key)[0])
 
     def fill(self, env, key, validity, headers, body):
         """Cache ``body`` (with ``headers``, as :func:`cacheable_headers`
@@ -294,8 +306,61 @@ class CacheMethod(base.Method):
         if validity is not None or not self.settings.ttl_only:
             if self.validity(env, key)[0] != validity:
                 return False
-        self._body_call(env, 'put', key, Entry(validity, headers, body))
+        entry = Entry(validity, headers, body)
+        if self.local is not None:
+            self.local.put(key, entry)
+        self._body_call(env, 'put', key, entry)
         return True
+
+    def _read(self, env, key):
+        """:meth:`validity`, unless ``cache_ttl_only`` (no validity)."""
+        if self.settings.ttl_only:
+            return None, None
+        return self.validity(env, key)
+
+    def _entry(self, env, key, validity):
+        """The entry cached for ``key``: this worker's if it is the
+        current one (``validity``; any under None: the backend then
+        judges it), else the shared one, kept here if it is current."""
+        if self.local is not None:
+            entry = self.local.get(key)
+            if entry is not None:
+                if validity is None or entry.validity == validity:
+                    return entry
+                self.local.delete(key)
+        entry = self._body_call(env, 'get', key)
+        if entry is not None and self.local is not None and \
+                validity is not None and entry.validity == validity:
+            self.local.put(key, entry)
+        return entry
+
+    def _hit(self, env, key, validity):
+        entry = self._entry(env, key, validity)
+        if entry is None:
+            return None
+        return self._answer(env, entry, validity)
+
+    def _store(self, env, key, validity, headers, chunks):
+        """A miss's body arrived whole: keep it in this worker at once
+        (fetched under ``validity``, a hit compares that with the
+        object's current one, so a write meanwhile only makes it unused),
+        and share it from a green thread of its own, off the client's
+        path (:meth:`fill`: only if no write overtook it)."""
+        entry = Entry(validity, headers, chunks)
+        if isinstance(self.bodies, LocalBodies):
+            self.bodies.put(key, entry)
+            return
+        if self.local is not None:
+            self.local.put(key, entry)
+        shared = {name: env[name] for name in (
+            'PATH_INFO', 'swift.cache') if name in env}
+        self.spawn(self._share, shared, key, entry)
+
+    def _share(self, env, key, entry):
+        if entry.validity is not None or not self.settings.ttl_only:
+            if self.validity(env, key)[0] != entry.validity:
+                return
+        self._body_call(env, 'put', key, entry)
 
     # -- reads ---------------------------------------------------------
 
@@ -314,26 +379,36 @@ class CacheMethod(base.Method):
             not refused_before_authorisation(self.app, env)
 
     def wrap(self, env, start_response, app):
+        return self.read(env, start_response, app, self.fetch)
+
+    def read(self, env, start_response, app, miss):
+        """Answer a read this method acts on (:meth:`decide`): Swift's
+        answer if it would not authorise it, else a hit, else
+        ``miss(env, start_response, app, key, read)``, ``read`` being
+        what :meth:`validity` answered before anything was looked up."""
         if not self.authorized(env):
             return app(env, start_response)
         key = object_key(*base.object_path(env))
+        # Validity first, in one small round trip: no body moves before
+        # it is known to be the current one.
+        read = self._read(env, key)
         found_under = self._uncacheable.get(key)
         if found_under is not None:
-            if self.validity(env, key)[0] == found_under:
+            if read[0] == found_under:
                 # Not written since (by any proxy): still uncacheable, and
                 # skipping the cache is always correct: Swift answers.
-                def miss(status, headers, exc_info=None):
+                def uncached(status, headers, exc_info=None):
                     return start_response(
                         status, headers + [(CACHE_HEADER, 'miss')],
                         exc_info)
-                return app(env, miss)
+                return app(env, uncached)
             # pop, not del: another green thread may have dropped it while
             # this one waited for the generation
             self._uncacheable.pop(key, None)
-        resp = self.hit(env, key)
+        resp = self._hit(env, key, read[0])
         if resp is not None:
             return resp(env, start_response)
-        return self.fetch(env, start_response, app, key)
+        return miss(env, start_response, app, key, read)
 
     def authorized(self, env):
         """Whether Swift's proxy would read the object for this request;
@@ -366,7 +441,7 @@ class CacheMethod(base.Method):
         req.acl = info.get('read_acl')
         return authorize(req)
 
-    def _answer(self, env, key, entry):
+    def _answer(self, env, entry, validity):
         ignore_range_if = env.get(
             'HTTP_X_BACKEND_IGNORE_RANGE_IF_METADATA_PRESENT')
         if ignore_range_if and any(
@@ -375,7 +450,6 @@ class CacheMethod(base.Method):
             # the object server would answer differently: let it
             return None
         if not self.settings.ttl_only:
-            validity, _written = self.validity(env, key)
             if validity is not None:
                 if entry.validity != validity:
                     self.logger.increment('cache.stale')
@@ -417,10 +491,17 @@ class CacheMethod(base.Method):
     def _response(self, env, entry):
         req = Request(env)
         headers = dict(entry.headers)
-        resp = Response(
-            request=req, body=entry.body, headers=headers,
-            conditional_response=True,
-            conditional_etag=resolve_etag_is_at_header(req, headers))
+        etag = resolve_etag_is_at_header(req, headers)
+        if 'HTTP_RANGE' in env:
+            # swob cuts ranges out of a body in one piece
+            resp = Response(request=req, body=entry.body, headers=headers,
+                            conditional_response=True,
+                            conditional_etag=etag)
+        else:
+            resp = Response(request=req, app_iter=list(entry.chunks),
+                            headers=headers, conditional_response=True,
+                            conditional_etag=etag)
+            resp.content_length = entry.length
         resp.headers[CACHE_HEADER] = 'hit'
         return resp
 
@@ -428,14 +509,16 @@ class CacheMethod(base.Method):
         return env['REQUEST_METHOD'] == 'GET' and \
             not any(name in env for name in _CONDITIONS)
 
-    def fetch(self, env, start_response, app, key):
+    def fetch(self, env, start_response, app, key, read=None):
         """Send a read to ``app`` as a miss, and cache the answer on its
-        way to the client if it is a plain GET's whole, cacheable 200."""
+        way to the client if it is a plain GET's whole, cacheable 200;
+        ``read``: what :meth:`validity` answered before (None: ask now)."""
         self.logger.increment('cache.miss')
         storing = self._plain_get(env)
         validity = written = None
-        if storing and not self.settings.ttl_only:
-            validity, written = self.validity(env, key)
+        if storing:
+            validity, written = read if read is not None else \
+                self._read(env, key)
         ctx = WSGIContext(app)
         app_iter = ctx._app_call(env)
         headers = [(k, v) for k, v in ctx._response_headers
@@ -459,9 +542,9 @@ class CacheMethod(base.Method):
             # a replica the last write has not reached answered
             return app_iter
 
-        def store(body):
-            if self.fill(env, key, validity, kept, body):
-                self.logger.increment('cache.stored')
+        def store(chunks):
+            self._store(env, key, validity, kept, chunks)
+            self.logger.increment('cache.stored')
         return Collector(app_iter, length, store)
 
 

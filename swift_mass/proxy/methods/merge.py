@@ -128,7 +128,7 @@ class MergeMethod(base.Method):
     # -- reads ----------------------------------------------------------
 
     def decide(self, env):
-        return self.cache.decide(env)
+        return self.writes_through(env) or self.cache.decide(env)
 
     @staticmethod
     def flight_key(env, key):
@@ -145,23 +145,24 @@ class MergeMethod(base.Method):
         return (key, env['REQUEST_METHOD'], tuple(relevant))
 
     def wrap(self, env, start_response, app):
-        if not self.cache.authorized(env):
-            return app(env, start_response)
-        key = object_key(*base.object_path(env))
-        resp = self.cache.hit(env, key)
-        if resp is not None:
-            return resp(env, start_response)
-        validity, _written = self.cache.validity(env, key)
+        if self.writes_through(env):
+            return self.write(env, start_response, app)
+        return self.cache.read(env, start_response, app, self._miss)
+
+    def _miss(self, env, start_response, app, key, read):
+        """A read the cache could not answer: join the flight of the same
+        read under the same validity, or lead one."""
+        validity = read[0]
         if validity is None:
-            return self.cache.fetch(env, start_response, app, key)
+            return self.cache.fetch(env, start_response, app, key, read)
         fkey = self.flight_key(env, key)
         flight = self.flights.get(fkey)
         if flight is not None and flight.validity == validity:
             answer = self._follow(env, start_response, flight)
             if answer is not None:
                 return answer
-            return self.cache.fetch(env, start_response, app, key)
-        return self._lead(env, start_response, app, key, fkey, validity)
+            return self.cache.fetch(env, start_response, app, key, read)
+        return self._lead(env, start_response, app, key, fkey, read)
 
     def _follow(self, env, start_response, flight):
         flight.waiters += 1
@@ -176,8 +177,8 @@ class MergeMethod(base.Method):
         start_response(status, headers + [(MERGE_HEADER, 'merged')])
         return [body]
 
-    def _lead(self, env, start_response, app, key, fkey, validity):
-        flight = Flight(validity)
+    def _lead(self, env, start_response, app, key, fkey, read):
+        flight = Flight(read[0])
         self.flights[fkey] = flight
         try:
             seen = {}
@@ -185,7 +186,7 @@ class MergeMethod(base.Method):
             def capture(status, headers, exc_info=None):
                 seen.update(status=status, headers=headers,
                             exc_info=exc_info)
-            app_iter = self.cache.fetch(env, capture, app, key)
+            app_iter = self.cache.fetch(env, capture, app, key, read)
             status = int(seen['status'].split(' ', 1)[0])
             length = base.content_length(seen['headers'])
             small = env['REQUEST_METHOD'] == 'HEAD' or (

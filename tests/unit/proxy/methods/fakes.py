@@ -213,6 +213,8 @@ def make(prefix, swift=None, conf=None, store_url=REDIS_URL, pin='cache'):
     # merge's write-through at once (it has a green thread of its own in
     # a proxy; test_merge shows the client does not wait for it)
     mass.methods.merge.spawn = lambda fn, *args: fn(*args)
+    # the same for the fill of shared bodies after a miss
+    cache.spawn = lambda fn, *args: fn(*args)
     del swift.requests[:], logger.counters[:]
     return mass, swift, logger
 
