@@ -12,14 +12,48 @@ change.  It does, in order:
 
 * pins: an operator's pin fixes class, ring and method; nothing overrides it;
 * classify: the class, with the classifier's hysteresis and minimum sample;
-* insertion: a changed class replaces the policy, and the figures of the
-  window before it took effect become its baseline;
-* validation: once a policy has run for a whole window, the latency of the
-  tenant's dominant operation is compared with the baseline; a policy that
-  did not make it better (by default: ``margin`` 0, any worsening) is
-  deleted (method ``none``) and the method is not given to that tenant
-  again for ``holdoff`` seconds.  A method costs memory, Redis and CPU
-  even when it does not slow its tenant down: it must earn its place.
+* insertion: a changed class (or an unpin) replaces the policy; the
+  figures of the window before it become the baseline its method is
+  judged against, but only if the tenant ran without that method for the
+  whole of that window (see below);
+* validation: a method is judged by the mean latency of the tenant's
+  dominant operation against the baseline, never over its cold start (a
+  cache whose GETs all miss and fill, a batch not yet in step): the
+  ``warmup`` seconds after it came into force at every worker (the
+  decision, then up to one ``interval`` for the workers to apply it) are
+  not judged; then whole windows are, until they cover at least
+  ``validation_window`` seconds: a *validation window*.  A method whose
+  tenant's latency is no worse than the baseline plus ``margin`` (15 %
+  by default, above the noise of a window) is validated and kept for as
+  long as the class lasts.  One worse is noise until the next validation
+  window says the same: after :data:`WORSE_WINDOWS_TO_DELETE` in a row
+  the method is deleted (method ``none``) and not given to that tenant
+  again for ``holdoff`` seconds.
+
+A baseline comes only from a window in which the tenant ran without the
+method, pinned or not: its policy had another method for the whole of
+it, and for an interval before it (the workers apply a decision within
+one).  Otherwise the method would be judged against itself; when the
+method ran warm there (a pin just removed, a class that came back within
+a window), against its own cold start, and dropped for working.  A method
+without such a window (an unpin that leaves the pinned method in force,
+a class flip within a window) is kept unjudged: measuring a baseline
+would mean taking a working method away for a window.
+
+An entry keeps for validation, besides ``baseline_ms`` and
+``baseline_reference_ms``:
+
+* ``ran_until``: ``{method: time}``, the methods that stopped being in
+  force less than a window and an interval ago, and when; carried from
+  entry to entry (class changes, pins, unpins, deletions) so the next
+  insertion can tell whether its method ran in the window before.
+  Absent when empty, as in most entries;
+* ``judging``, while a method is judged: the sums over the windows of
+  the current validation window (``windows``, the dominant operation's
+  latency ``ms`` and requests ``n``, the other tenants' ``ref_ms``, or
+  None once a window had no reference), the time the next window may
+  start from (``from``) and how many validation windows in a row were
+  worse (``worse``).  Gone once the method is validated or deleted.
 
 The cluster's load moves every tenant's latency, so when the other tenants
 made enough of the same operations both before and after, the comparison
@@ -36,6 +70,10 @@ import collections
 from swift_mass.control import classify
 
 METHODS = ('cache', 'batch', 'merge', 'none')
+#: validation windows in a row in which the tenant's latency is worse than
+#: its baseline by more than the margin before its method is deleted: one
+#: noisy window does not drop a method that works
+WORSE_WINDOWS_TO_DELETE = 2
 # merge is not given by default: on every cluster it was measured on, a
 # mixed tenant was slower with it (docs/benchmarks.md); an operator who
 # has one where it helps sets mixed_method = merge.
@@ -46,26 +84,35 @@ Settings = collections.namedtuple('Settings', [
     'thresholds',  # classify.Thresholds
     'rings',       # {class: storage policy name, '' for the default}
     'methods',     # {class: method}
-    'window',      # seconds a policy runs before it is validated
-    'margin',      # allowed worsening, e.g. 0.2 = 20 % slower
+    'window',      # seconds of the sliding window figures are over
+    'margin',      # allowed worsening, e.g. 0.15 = 15 % slower
     'holdoff',     # seconds a deleted method is not given again
+    'warmup',      # seconds after a method is in force not judged (>= window)
+    'validation_window',  # seconds a verdict is over, in whole windows
+    'interval',    # seconds a decision may take to reach every worker
 ])
 
 DEFAULT_SETTINGS = Settings(
     thresholds=classify.DEFAULT_THRESHOLDS,
     rings={classify.READ: '', classify.WRITE: '', classify.MIXED: ''},
-    methods=DEFAULT_METHODS, window=60, margin=0.0, holdoff=600)
+    methods=DEFAULT_METHODS, window=60, margin=0.15, holdoff=600,
+    warmup=60, validation_window=60, interval=5.0)
 
 
 def dominant_latency(cls, figures):
     """The mean latency (ms) a class's method is meant to improve: GETs for
     readers, PUTs for writers, all requests for mixed tenants."""
+    return _dominant(cls, figures)[0]
+
+
+def _dominant(cls, figures):
+    """(:func:`dominant_latency`, the requests it is the mean of)."""
     means, ops = figures.mean_latency_ms, figures.ops
     wanted = _wanted_ops(cls, ops)
     n = sum(ops.get(op, 0) for op in wanted if op in means)
     if not n:
-        return None
-    return sum(means[op] * ops[op] for op in wanted if op in means) / n
+        return None, 0
+    return sum(means[op] * ops[op] for op in wanted if op in means) / n, n
 
 
 def _wanted_ops(cls, ops):
@@ -106,6 +153,9 @@ def reference_latency(cls, totals, own, min_requests):
 
 
 def new_entry(cls, settings, now, reason):
+    """A policy decided at `now`: the mapping's ring and method for the
+    class, not yet judged (``ran_until`` and ``judging``, see the module's
+    docstring, are added when they have something to say)."""
     return {
         'class': cls,
         'ring': settings.rings.get(cls, ''),
@@ -130,15 +180,63 @@ def keeps_when_idle(previous, pin=None):
     return previous is not None and not pin and not previous.get('pinned')
 
 
+def _ran_until(previous, method, now, settings):
+    """The ``ran_until`` of an entry with `method` replacing `previous` at
+    `now`: previous's, less what stopped too long ago to reach into a
+    window, plus previous's own method if it stops now."""
+    if not previous:
+        return {}
+    horizon = now - settings.window - settings.interval
+    ran = {m: t for m, t in previous.get('ran_until', {}).items()
+           if t > horizon}
+    was = previous.get('method')
+    if was not in (None, 'none', method):
+        ran[was] = now
+    return ran
+
+
+def _without(entry, field):
+    return {k: v for k, v in entry.items() if k != field}
+
+
+def _insert(entry, previous, figures, now, settings, reference):
+    """Fill in a new unpinned entry's validation fields: its ``ran_until``,
+    and its baseline if the window before ran without its method; a
+    method without one is kept unjudged (``validated``)."""
+    method, cls = entry['method'], entry['class']
+    ran = _ran_until(previous, method, now, settings)
+    if ran:
+        entry['ran_until'] = ran
+    if method == 'none':
+        return
+    if (previous or {}).get('method') == method or method in ran:
+        entry['validated'] = True
+        entry['reason'] += ('; %s not judged: it was in force in the window '
+                            'before, which is no baseline for it' % method)
+        return
+    entry['baseline_ms'] = dominant_latency(cls, figures)
+    if entry['baseline_ms'] is None:
+        entry['validated'] = True
+        entry['reason'] += '; %s not judged: no %s latency in the window ' \
+            'before' % (method, '/'.join(_wanted_ops(cls, figures.ops)) or
+                        'request')
+        return
+    entry['baseline_reference_ms'] = reference(cls)
+
+
 def decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
            pin=None, reference=None):
     """The tenant's new table entry (None: the tenant has none) and a
     list of reasons (empty when nothing changed).
 
     previous: the tenant's entry or None; figures: monitor.Figures over the
-    window; pin: {'class': ...} (optionally 'ring', 'method') or None;
-    reference: a function of the class giving the other tenants' latency
-    now (:func:`reference_latency`), or None.
+    window that ends at `now`; pin: {'class': ...} (optionally 'ring',
+    'method') or None; reference: a function of the class giving the
+    other tenants' latency over that window (:func:`reference_latency`),
+    or None.
+
+    An entry that only moves on in its validation (one more window judged)
+    is a new entry without a reason: it is written, not logged.
     """
     reference = reference or (lambda cls: None)
     if pin:
@@ -156,6 +254,9 @@ def decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
             'holdoff', {}).items() if t > now}
         entry = dict(new_entry(cls, settings, now, 'pinned by operator'),
                      pinned=True, validated=True, holdoff=holdoff, **wanted)
+        ran = _ran_until(previous, entry['method'], now, settings)
+        if ran:
+            entry['ran_until'] = ran
         return entry, ['%s: pinned to %s (ring %r, method %s)' % (
             tenant, cls, entry['ring'], entry['method'])]
 
@@ -182,27 +283,57 @@ def decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
             entry['method'] = 'none'
             entry['reason'] += '; %s held off after it did not help' % (
                 settings.methods.get(cls))
-        entry['baseline_ms'] = dominant_latency(cls, figures)
-        entry['baseline_reference_ms'] = reference(cls)
+        _insert(entry, previous, figures, now, settings, reference)
         was = previous['class'] if previous else classify.UNKNOWN
         return entry, ['%s: %s -> %s (%s): ring %r, method %s' % (
             tenant, was, cls, entry['reason'], entry['ring'],
             entry['method'])]
 
-    entry = previous
-    if entry['validated'] or entry['method'] == 'none' or \
-            now - entry['since'] < settings.window:
+    return _validate(tenant, previous, cls, figures, now, settings,
+                     reference)
+
+
+def _validate(tenant, entry, cls, figures, now, settings, reference):
+    """:func:`decide` for an unpinned entry whose class stays: judge its
+    method over one more window, if one is due."""
+    if entry['validated'] or entry['method'] == 'none':
         return entry, []
-    current = dominant_latency(cls, figures)
-    if current is None:
-        return entry, []  # nothing to judge by yet: wait for traffic
+    judging = entry.get('judging')
+    if judging:
+        start = judging['from']
+    else:
+        # in force at every worker by since + interval; then the warm-up
+        start = entry['since'] + settings.interval + settings.warmup
+    if now - settings.window < start:
+        # the window reaches back into the warm-up, or into the last
+        # window judged: each is judged once, after the cold start
+        return entry, []
     baseline = entry.get('baseline_ms')
     if baseline is None:
+        # an entry from before baselines were checked, without one
         return dict(entry, validated=True), [
             '%s: %s kept (no baseline to compare)' % (tenant,
                                                       entry['method'])]
-    was_reference = entry.get('baseline_reference_ms')
+    current, n = _dominant(cls, figures)
+    if not n:
+        return entry, []  # nothing to judge by yet: wait for traffic
+    judging = dict(judging or {'windows': 0, 'ms': 0.0, 'n': 0,
+                               'ref_ms': 0.0, 'worse': 0})
     now_reference = reference(cls)
+    judging['from'] = now
+    judging['windows'] += 1
+    judging['ms'] += current * n
+    judging['n'] += n
+    if judging['ref_ms'] is not None and now_reference:
+        judging['ref_ms'] += now_reference * n
+    else:
+        judging['ref_ms'] = None
+    if judging['windows'] * settings.window < settings.validation_window:
+        return dict(entry, judging=judging), []
+
+    current = judging['ms'] / judging['n']
+    now_reference = judging['ref_ms'] and judging['ref_ms'] / judging['n']
+    was_reference = entry.get('baseline_reference_ms')
     judged = '%.1f ms against %.1f ms before' % (current, baseline)
     if was_reference and now_reference:
         # relative to the others: the cluster's load changed meanwhile
@@ -211,12 +342,24 @@ def decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
                   '(%s; theirs %.1f ms, before %.1f ms)' % (
                       current, baseline, judged, now_reference,
                       was_reference))
-    if current > baseline * (1.0 + settings.margin):
-        holdoff = dict(entry.get('holdoff', {}))
-        holdoff[entry['method']] = now + settings.holdoff
-        reason = '%s made latency worse: %s (margin %d%%)' % (
-            entry['method'], judged, settings.margin * 100)
-        return dict(entry, method='none', validated=True, holdoff=holdoff,
-                    reason=reason), ['%s: deleted: %s' % (tenant, reason)]
-    return dict(entry, validated=True), [
-        '%s: %s validated: %s' % (tenant, entry['method'], judged)]
+    if current <= baseline * (1.0 + settings.margin):
+        return dict(_without(entry, 'judging'), validated=True), [
+            '%s: %s validated: %s' % (tenant, entry['method'], judged)]
+    worse = judging['worse'] + 1
+    margin = '(margin %g%%)' % round(settings.margin * 100, 2)
+    if worse < WORSE_WINDOWS_TO_DELETE:
+        fresh = {'from': now, 'windows': 0, 'ms': 0.0, 'n': 0,
+                 'ref_ms': 0.0, 'worse': worse}
+        return dict(entry, judging=fresh), [
+            '%s: %s worse in validation window %d of %d: %s %s; judged '
+            'again' % (tenant, entry['method'], worse,
+                       WORSE_WINDOWS_TO_DELETE, judged, margin)]
+    holdoff = dict(entry.get('holdoff', {}))
+    holdoff[entry['method']] = now + settings.holdoff
+    ran = _ran_until(entry, 'none', now, settings)
+    reason = '%s made latency worse in %d validation windows in a row: ' \
+        '%s %s' % (entry['method'], worse, judged, margin)
+    deleted = dict(_without(entry, 'judging'), method='none',
+                   validated=True, holdoff=holdoff, ran_until=ran,
+                   reason=reason)
+    return deleted, ['%s: deleted: %s' % (tenant, reason)]

@@ -535,3 +535,80 @@ def test_a_loaded_table_shares_its_few_kinds_of_values(prefix):
     one, two = agent.table['AUTH_0'], agent.table['AUTH_2']
     for field in ('class', 'ring', 'method'):
         assert one[field] is two[field]
+
+
+def requests(agent, tenant, op, n, ms):
+    status = 201 if op == 'PUT' else 200
+    for _ in range(n):
+        agent.record(tenant, monitor.request_counts(op, status, 0, 0,
+                                                    ms / 1000.0))
+
+
+def test_an_unpinned_warm_cache_outlives_its_cold_start():
+    """The benchmark's run: a reader pinned to cache, then unpinned; its
+    next container starts cold (every GET a miss and a fill for a
+    minute).  The leader kept the method, and judged it against neither
+    the pinned window nor the cold one."""
+    agent, clock, logger = make(durable=Durable())
+    agent.store.set_pin('AUTH_r', {'class': 'read', 'method': 'cache'})
+    for _ in range(24):  # two minutes pinned, warm: 2 ms GETs
+        requests(agent, 'AUTH_r', 'GET', 40, 2)
+        agent.tick()
+        clock.now += 5
+    assert agent.policy('AUTH_r')['pinned']
+    agent.store.delete_pin('AUTH_r')
+    unpinned = clock.now
+    while clock.now < unpinned + 1800:
+        cold = clock.now < unpinned + 60
+        requests(agent, 'AUTH_r', 'GET', 40, 20 if cold else 3)
+        agent.tick()
+        entry = agent.policy('AUTH_r')
+        assert (entry['class'], entry['method'], entry['pinned']) == \
+            ('read', 'cache', False)
+        clock.now += 5
+    assert not [line for line in logger.lines if 'deleted' in line]
+    assert entry['baseline_ms'] is None and 'not judged' in entry['reason']
+
+
+def test_classification_settles_within_the_warm_up():
+    """How many ticks a tenant needs to be classified: a new one, the
+    first tick whose window holds min_requests; one whose workload turns
+    from writes to reads, fewer ticks than a window holds (the read
+    share must pass read_share of the window, with a step through mixed).
+    The warm-up, a window or more, covers it: no validated window holds
+    the workload before the change, and validation never delays a class."""
+    agent, clock, logger = make()
+    ticks = 0
+    while agent.policy('AUTH_t') is None:
+        requests(agent, 'AUTH_t', 'PUT', 20, 10)  # 4 a second
+        agent.tick()
+        ticks += 1
+        clock.now += 5
+    assert ticks == 3  # 60 requests: min_requests (50) in the window
+    assert agent.policy('AUTH_t')['class'] == 'write'
+    for _ in range(36):  # three minutes of writes: batch validated
+        requests(agent, 'AUTH_t', 'PUT', 20, 10)
+        agent.tick()
+        clock.now += 5
+    assert agent.policy('AUTH_t')['validated']
+    switched, classes, validated = clock.now, [], None
+    for _ in range(60):  # reads only, from now on
+        requests(agent, 'AUTH_t', 'GET', 20, 10)
+        agent.tick()
+        entry = agent.policy('AUTH_t')
+        if not classes or classes[-1][0] != entry['class']:
+            classes.append((entry['class'], clock.now - switched))
+        if entry['class'] == 'read' and entry['validated'] and \
+                validated is None:
+            validated = clock.now - switched
+        clock.now += 5
+    # mixed once the window holds more than 25 % reads, read at 80 %
+    assert classes == [('write', 0), ('mixed', 15), ('read', 45)]
+    assert 45 < SETTINGS.window <= SETTINGS.warmup
+    # cache judged (and validated: no slower) once, over the first window
+    # after the warm-up, a window after the class settled
+    assert validated == 45 + SETTINGS.interval + SETTINGS.warmup + \
+        SETTINGS.window
+    assert [line for line in logger.lines if 'AUTH_t: cache' in line] == [
+        'mass decision: AUTH_t: cache validated: 10.0 ms against 10.0 ms '
+        'before']
