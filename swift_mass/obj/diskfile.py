@@ -37,6 +37,15 @@ Every process that opens the policy's diskfiles (object server, replicator,
 auditor, ...) loads it; only the writes of the object server and the ssync
 receiver go through :meth:`GroupCommitDiskFileWriter._finalize_put`.
 
+**Linger.**  A flush that is about to start while other writes to its
+device are under way in the same process (their files open, their data on
+its way) waits for them to reach it, at most ``group_commit_linger_ms``
+milliseconds (in the object server's ``[app:object-server]`` or
+``[DEFAULT]``; default 5, 0 turns it off): without it, writes that
+arrive a little apart each pay a flush of their own and a group is rarely
+more than one write.  A write that ends without a put (an error, a client
+gone) stops being waited for.
+
 **Where it is weaker than Swift's fsyncs.**
 
 * syncfs flushes the whole filesystem, not the object's file: one write
@@ -82,6 +91,23 @@ threading = patcher.original('threading')
 syncfs = load_libc_function('syncfs', fail_if_missing=True, errcheck=True)
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY
+DEFAULT_LINGER_MS = 5.0
+MAX_LINGER_MS = 1000.0
+
+
+def linger_seconds(conf):
+    """``group_commit_linger_ms`` of an object server's config, in
+    seconds; ValueError naming the option and what it allows."""
+    value = conf.get('group_commit_linger_ms', DEFAULT_LINGER_MS)
+    try:
+        ms = float(value)
+    except (TypeError, ValueError):
+        ms = None
+    if ms is None or not 0 <= ms <= MAX_LINGER_MS:
+        raise ValueError(
+            'group_commit_linger_ms = %r is not valid; allowed: a number '
+            'from 0 to %g' % (value, MAX_LINGER_MS))
+    return ms / 1000.0
 
 
 class Flush(object):
@@ -104,18 +130,26 @@ class GroupSync(object):
     failed.  While a flush runs, callers wait for the next one, which one of
     them runs for all of them when the running one ends.
 
+    A write that calls :meth:`begin` when it starts is waited for: the
+    flush that would start without it lingers until every begun write has
+    called :meth:`sync` (or :meth:`abandon`), at most ``linger`` seconds.
+
     :param path: the device's root directory (``<devices>/<device>``)
     :param flush: what makes the filesystem durable, called without
         arguments, raising on failure; by default ``syncfs`` of ``path``
+    :param linger: seconds a flush waits at most for begun writes
     """
 
-    def __init__(self, path, flush=None):
+    def __init__(self, path, flush=None, linger=0.0):
         self.path = path
+        self.linger = float(linger)
         self.flushes = 0
         self.writes_covered = 0
         self._condition = threading.Condition()
         self._next = None
         self._flushing = False
+        # writes begun and not yet at sync() or abandoned
+        self._writing = 0
         if flush is None:
             # Opened before the first write it covers, and kept: since
             # Linux 5.8 syncfs reports a failed writeback to every
@@ -125,9 +159,24 @@ class GroupSync(object):
             flush = self._syncfs
         self._flush = flush
 
-    def sync(self):
+    def begin(self):
+        """A write to the filesystem has started: a flush about to start
+        waits for it (see :meth:`sync`, :meth:`abandon`)."""
+        with self._condition:
+            self._writing += 1
+
+    def abandon(self):
+        """A begun write ends without calling :meth:`sync`."""
+        with self._condition:
+            self._ended()
+
+    def _ended(self):
+        self._writing -= 1
+        self._condition.notify_all()
+
+    def sync(self, begun=False):
         """Wait until everything this thread wrote to the filesystem before
-        calling is durable.
+        calling is durable; ``begun``: this write called :meth:`begin`.
 
         :returns: the :class:`Flush` if this caller ran it for the group,
             else None
@@ -135,6 +184,8 @@ class GroupSync(object):
             caller it covered
         """
         with self._condition:
+            if begun:
+                self._ended()
             if self._next is None:
                 self._next = Flush()
             flush = self._next
@@ -143,9 +194,12 @@ class GroupSync(object):
                 self._condition.wait()
             leading = not flush.done
             if leading:
+                self._flushing = True
+                # callers that come meanwhile join this group: it has not
+                # started
+                self._linger()
                 # later callers start the next group
                 self._next = None
-                self._flushing = True
         if leading:
             self._run(flush)
         if flush.error is not None:
@@ -153,6 +207,14 @@ class GroupSync(object):
             # get their tracebacks mixed up
             raise copy.copy(flush.error) from flush.error
         return flush if leading else None
+
+    def _linger(self):
+        deadline = time.monotonic() + self.linger
+        while self._writing > 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self._condition.wait(remaining)
 
     def _run(self, flush):
         started = time.monotonic()
@@ -191,13 +253,23 @@ class GroupCommitDiskFileWriter(DiskFileWriter):
         super(GroupCommitDiskFileWriter, self).__init__(*args, **kwargs)
         self._group_sync = None
         self._flush_run = None
+        self._begun = False
 
     def open(self):
         # The device's GroupSync opens its descriptor before this write's
         # first byte, so that its syncfs reports a failure to write it.
         self._group_sync = self.manager.group_sync(
             basename(self._diskfile._device_path))
-        return super(GroupCommitDiskFileWriter, self).open()
+        opened = super(GroupCommitDiskFileWriter, self).open()
+        self._group_sync.begin()
+        self._begun = True
+        return opened
+
+    def close(self):
+        if self._begun:
+            self._begun = False
+            self._group_sync.abandon()
+        return super(GroupCommitDiskFileWriter, self).close()
 
     def put(self, metadata):
         super(GroupCommitDiskFileWriter, self).put(metadata)
@@ -243,8 +315,9 @@ class GroupCommitDiskFileWriter(DiskFileWriter):
                         'Relinking %s to %s failed: %s',
                         target_path, new_target_path, exc)
 
+        begun, self._begun = self._begun, False
         try:
-            self._flush_run = self._group_sync.sync()
+            self._flush_run = self._group_sync.sync(begun=begun)
         except BaseException:
             self._withdraw(target_path, new_target_path)
             raise
@@ -281,6 +354,7 @@ class GroupCommitDiskFileManager(DiskFileManager):
 
     def __init__(self, conf, logger):
         super(GroupCommitDiskFileManager, self).__init__(conf, logger)
+        self.linger = linger_seconds(conf)
         self._group_syncs = {}
         self._group_syncs_lock = threading.Lock()
 
@@ -289,7 +363,7 @@ class GroupCommitDiskFileManager(DiskFileManager):
         with self._group_syncs_lock:
             if device not in self._group_syncs:
                 self._group_syncs[device] = GroupSync(
-                    join(self.devices, device))
+                    join(self.devices, device), linger=self.linger)
             return self._group_syncs[device]
 
     def report_flush(self, flush):
