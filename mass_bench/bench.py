@@ -24,31 +24,73 @@ A run of a mode: each tenant gets a fresh container, created in that mode
 (so Mass's routing applies to it), filled with the workload's starting
 objects (through ``--seed-url``'s proxy if given: one without Mass, so
 that Mass's monitor does not count the filling as the tenant's
-workload); then all tenants' clients run at once, one process per tenant
-with one thread and connection per client, for a warm-up that is not
-measured and the measured time.  Per tenant: operations/s, MB/s, mean,
-p50 and p99 latency, errors (5xx and failed connections), and the cache's
-hit ratio (GETs answered with ``X-Mass-Cache: hit`` among successful GETs).
-Per run, where the time went (``mass_bench.resources``): the CPU busy and
-waiting for I/O, and on the SAIO's hetero profile each device class's
-IOPS, utilisation and share of its throttle's limit.
+workload); then the bench writes the page cache back (``sync``) and waits
+``--settle`` seconds (default 35), so that the filling's write-back does
+not fall in the measured window; then all tenants' clients run at once,
+one process per tenant with one thread and connection per client, for a
+warm-up that is not measured and the measured window (``--seconds``).
+Clients issue requests until the window's end and the bench waits for the
+last one's answer; a request is counted in the window it *completed* in
+(began + latency inside [warm-up, warm-up + seconds]), whether it began in
+the warm-up or not.  Per tenant: operations/s, MB/s, mean, p50 and p99
+latency, errors (5xx and failed connections), the cache's hit ratio (GETs
+answered with ``X-Mass-Cache: hit`` among successful GETs) and a
+per-second timeline of operations/s.
+
+What Mass did (``mass_bench.policy_table``): each second, from the start
+of the warm-up to the window's end, the policy table's entry of every
+tenant (class, substore, method, validation state).  Per tenant: the
+seconds of each class, substore and method in the window, the decisions
+seen (a new policy, a method validated or deleted, a pin) and, in the
+modes with Mass in the pipelines, whether the method in force most of the
+window was in force all of it; a run in which it was not is flagged
+("method not in force for the whole window"): it measured a mixture.
+
+Where the time went and what an operation cost (``mass_bench.resources``),
+sampled at the window's start and end: the CPU busy and waiting for I/O;
+CPU seconds per process group (proxies, object, container and account
+servers, Redis, memcached, other Swift daemons) and of the load generator
+(the client processes measure their own); on the SAIO's hetero profile
+each device class's IOPS, utilisation and share of its throttle's limit;
+and the commands Redis ran.  Per operation (of all tenants together:
+servers' work is not split by tenant): CPU ms per group, device I/Os per
+class, Redis commands.  Each run prints the load generator's CPU as a
+share of the machine (all cores over the window): a load generator that
+takes much of the machine measures itself.
 
 Machines like these differ by 5-10 % between identical runs, so the modes
 alternate in ABBA order (default, static, mass, then mass, static, default,
-...) for ``--cycles`` cycles, each cycle also runs ``default`` a second time
-(the A/A control: what two identical runs differ by here), and every ratio
-against ``default`` is the median over cycles with its min-max.  A ratio
-inside the A/A spread is reported as no difference.
+...) for ``--cycles`` cycles, and each cycle also runs ``default`` a
+second time (the A/A control: what two identical runs differ by here).
+Every ratio against ``default`` of the same cycle is summed up over cycles
+(``mass_bench.ratios``) by its median, its min-max and a 95 % bootstrap
+interval (cycles resampled with replacement, 2000 times, fixed seed);
+it is a difference only when the interval excludes 1 and the median is
+outside the A/A control's spread (reported per tenant and for all
+tenants).  Beside "(all)" (all tenants' operations added up), "geo-mean"
+is the per-tenant summary: the geometric mean of the tenants' ratios
+(each tenant counts the same), with its own interval.
+
+To tell a 10 % effect, run at least 5 cycles of at least 120 s each, with
+the starting objects written by a proxy without Mass::
+
+    tools/bench --cycles 5 --seconds 120 --settle 35 \\
+        --seed-url http://127.0.0.1:8082 --out bench-results
+
+(the default, 3 cycles of each workload's seconds, is a quick look: its
+intervals are as wide as its min-max).  One benchmark at a time: two on
+one machine spoil each other.
 
 ``--staged external`` runs the slides' three-stage test (baseline, then
 tenant A dominating, then tenant C dominating) and ``--staged internal`` a
-tenant that switches from reads to writes, each once per mode, sampling
-every tenant's class from the policy table each second: the timeline shows
-when Mass reacted.
+tenant that switches from reads to writes, each once per mode: the
+timeline shows when Mass reacted.
 
-Results: a table on stdout, ``results.json``, and PNG plots (throughput and
-latency per mode; a timeline for staged runs) in ``--out``.  Benchmarks are
-not tests: nothing here asserts a speed.
+Results: a table on stdout, ``results.json`` (non-finite numbers as
+null), and PNG plots in ``--out`` when matplotlib is installed
+(``mass_bench.plots``: throughput and latency per mode with the A/A band
+and p99, a per-second timeline of every run per mode; a timeline for
+staged runs).  Benchmarks are not tests: nothing here asserts a speed.
 """
 import argparse
 import collections
@@ -56,6 +98,7 @@ import configparser
 import http.client
 import json
 import logging
+import math
 import multiprocessing
 import os
 import platform
@@ -68,7 +111,8 @@ import urllib.parse
 
 from swiftclient.client import get_auth
 
-from mass_bench import resources, rings, workloads
+from mass_bench import policy_table, resources, rings, workloads
+from mass_bench.ratios import control_spread, geometric_mean, ratio_summary
 from swift_mass.control.store import shared_store
 
 MODES = ('default', 'static', 'mass')
@@ -80,6 +124,9 @@ PROXY_CONF = '/etc/swift/proxy-server.conf'
 OBJECT_CONF = '/etc/swift/object-server/1.conf'
 QUEUE_SECTION = 'filter:mass_queue'
 ERROR = 599  # status recorded for a request that got no answer
+# seconds between the seeding (then sync) and the clients: the write-back
+# of a few hundred MB of starting objects is over by then
+SETTLE_SECONDS = 35.0
 
 
 class Variant(object):
@@ -285,20 +332,41 @@ def client(tenant, workload, container, objects, seed, start, stop_at, out):
         done += 1
 
 
+def sleep_until(moment):
+    delay = moment - time.time()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def cpu_between(begin, end, out):
+    """Append to ``out`` this process's CPU seconds (all its threads)
+    from time ``begin`` to ``end``."""
+    sleep_until(begin)
+    before = resources.own_cpu_seconds()
+    sleep_until(end)
+    out.append(resources.own_cpu_seconds() - before)
+
+
 def tenant_process(tenant, workload, container, names, start, stop_at,
-                   results, index):
+                   results, index, measured_from=None):
     """All of one tenant's clients, in their own process so that clients
-    of different tenants do not share one interpreter lock."""
+    of different tenants do not share one interpreter lock; puts (label,
+    rows, the process's CPU seconds from ``measured_from`` to
+    ``stop_at``) on ``results``."""
     sets = client_sets(workload, names)
     outs = [[] for _ in range(workload.concurrency)]
     threads = [threading.Thread(target=client, args=(
         tenant, workload, container, sets[i], index * 1000 + i,
         start, stop_at, outs[i])) for i in range(workload.concurrency)]
+    cpu = []
+    threads.append(threading.Thread(target=cpu_between, args=(
+        start if measured_from is None else measured_from, stop_at, cpu)))
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    results.put((tenant.label, [row for out in outs for row in out]))
+    results.put((tenant.label, [row for out in outs for row in out],
+                 cpu[0]))
 
 
 # ------------------------------------------------------------- statistics
@@ -313,10 +381,16 @@ def percentile(values, fraction):
         round(fraction * 100) - 1]
 
 
+def completed_in(rows, begin, end):
+    """The rows of requests that completed (began + latency) in [begin,
+    end)."""
+    return [r for r in rows if begin <= r[0] + r[2] < end]
+
+
 def summarise(rows, warmup, seconds):
-    """Figures of one tenant's measured requests (those that began after
-    the warm-up)."""
-    measured = [r for r in rows if r[0] >= warmup]
+    """Figures of one tenant's measured requests: those that completed
+    in the window [warmup, warmup + seconds), wherever they began."""
+    measured = completed_in(rows, warmup, warmup + seconds)
     ok = [r for r in measured if r[3] < 500]
     latencies = sorted(r[2] * 1000.0 for r in ok)
     moved = sum(r[4] for r in ok)
@@ -345,7 +419,7 @@ def timeline(rows, seconds):
     ops = [0] * int(seconds)
     lat = [0.0] * int(seconds)
     for offset, _op, latency, status, *_ in rows:
-        second = int(offset + latency)
+        second = int(math.floor(offset + latency))
         if 0 <= second < len(ops) and status < 500:
             ops[second] += 1
             lat[second] += latency * 1000.0
@@ -353,21 +427,19 @@ def timeline(rows, seconds):
                                     for i in range(len(ops))]}
 
 
-def ratio_summary(ratios, control=None):
-    """Median and min-max of per-cycle ratios; with the A/A control's
-    ratios, whether the difference is outside what noise does here."""
-    ratios = [r for r in ratios if r is not None]
-    if not ratios:
-        return None
-    result = {'median': statistics.median(ratios), 'min': min(ratios),
-              'max': max(ratios), 'cycles': ratios}
-    control = [r for r in (control or []) if r is not None]
-    if control:
-        low, high = min(control + [1.0]), max(control + [1.0])
-        result['control'] = {'min': low, 'max': high}
-        result['verdict'] = ('no difference' if low <= result['median']
-                             <= high else 'difference')
-    return result
+def window_ticks(warmup, seconds):
+    """The offsets from the window's start at which a run samples: each
+    whole second from the warm-up's start, and the window's end."""
+    first = -int(math.floor(warmup))
+    return [float(k) for k in range(first, int(math.ceil(seconds)))] + \
+        [float(seconds)]
+
+
+def classes_of(sample):
+    """{label: class} of a policy table sample ('unknown' for a tenant
+    without an entry; {} for a table that could not be read)."""
+    return {label: (entry or {}).get('class') or 'unknown'
+            for label, entry in (sample or {}).items()}
 
 
 # ------------------------------------------------------------- the driver
@@ -377,8 +449,12 @@ class Bench(object):
     def __init__(self, tenants, auth_url, saio=None, conf=PROXY_CONF,
                  progress=print, settle=None, sampler=None, variants=(),
                  object_conf=OBJECT_CONF, seed_url=None, ring_variants=(),
-                 swift_dir='/etc/swift', classes_file=None):
+                 swift_dir='/etc/swift', classes_file=None,
+                 settle_after_seeding=None):
         self.tenants = tenants
+        # seconds between seeding (then sync) and the clients; None: no
+        # sync, no wait
+        self.settle_after_seeding = settle_after_seeding
         # a proxy whose pipeline has no Mass, for the starting objects
         self.seed_url = seed_url
         self.variants = {v.name: v for v in variants}
@@ -395,14 +471,18 @@ class Bench(object):
         self.conf = conf
         self.progress = progress
         self.mode = None
+        self.base_mode = None  # the mode a variant runs as
         self.store = None
         self.settle = settle
         self.pinned = set()
         self.run_number = 0
         self.pipeline = None  # 'with' or 'without' once switched
-        # where the time went: the CPU, and the hetero profile's devices
+        # where the time went: the CPU, the process groups, the hetero
+        # profile's devices and the commands of the proxies' Redis
         self.sampler = sampler or resources.Sampler(
-            devices=lambda: resources.saio_devices(self.saio))
+            devices=lambda: resources.saio_devices(self.saio),
+            redis=lambda: resources.redis_commands(
+                resources.redis_url_of(self.conf)))
 
     # ---- modes
 
@@ -469,7 +549,7 @@ class Bench(object):
             time.sleep(self.settle)
         elif mode == 'mass':
             self.unpin()
-        self.mode = mode
+        self.mode = self.base_mode = mode
         for tenant in self.tenants:
             # a restarted proxy may have lost the token cache
             tenant.authenticate(self.auth_url)
@@ -482,13 +562,23 @@ class Bench(object):
             self.pinned.clear()
             time.sleep(self.settle)
 
-    def classes(self):
+    def policy_sample(self):
+        """The policy table's entries of the tenants now
+        (policy_table.table_sample); None when it cannot be read."""
         try:
             _, table = self._store().get_table()
+            return policy_table.table_sample(
+                table, {t.label: t.account for t in self.tenants})
         except Exception:
-            return {}
-        return {t.label: (table.get(t.account) or {}).get(
-            'class', 'unknown') for t in self.tenants}
+            return None
+
+    def classes(self):
+        """{label: class} of the tenants now ('unknown' without an
+        entry); {} when the table cannot be read."""
+        return classes_of(self.policy_sample())
+
+    def mass_in_pipeline(self):
+        return self.base_mode in ('static', 'mass')
 
     # ---- one run
 
@@ -536,63 +626,119 @@ class Bench(object):
         return self.seed_url.rstrip('/') + urllib.parse.urlsplit(
             tenant.url).path
 
-    def run(self, stage, label):
-        """Run `stage` ({tenant: workload or None}) once in the current
-        mode; returns per tenant rows, figures and a timeline."""
-        self.run_number += 1
-        active = [(t, w) for t, w in stage.items() if w is not None]
+    def prepare_all(self, active):
+        """{label: (container, starting object names)} of ``active``
+        ([(tenant, workload)]): a new container each, seeded."""
         prepared = {}
         for tenant, workload in active:
             container = 'mass-bench-%d-%d-%s' % (
                 os.getpid(), self.run_number, tenant.label)
             prepared[tenant.label] = (container, self.prepare(
                 tenant, workload, container))
-        warmup = max(w.warmup for _, w in active)
-        seconds = max(w.seconds for _, w in active)
+        return prepared
+
+    def settle_write_back(self):
+        """After seeding: the page cache written back (sync) and
+        ``settle_after_seeding`` seconds waited, so the seeding's
+        write-back does not fall in the measured window."""
+        if self.settle_after_seeding is None:
+            return
+        os.sync()
+        if self.settle_after_seeding > 0:
+            self.progress('  settling %.0f s after seeding'
+                          % self.settle_after_seeding)
+            time.sleep(self.settle_after_seeding)
+
+    def start_clients(self, active, prepared, start, warmup, stop_at):
+        """The tenants' client processes, started, and the queue each
+        puts its rows on."""
         ctx = multiprocessing.get_context('fork')
         results = ctx.Queue()
-        start = time.time() + 0.5
-        stop_at = start + warmup + seconds
         procs = [ctx.Process(target=tenant_process, args=(
             tenant, workload, prepared[tenant.label][0],
-            prepared[tenant.label][1], start, stop_at, results, i))
-            for i, (tenant, workload) in enumerate(active)]
+            prepared[tenant.label][1], start, stop_at, results, i,
+            start + warmup)) for i, (tenant, workload) in enumerate(active)]
         for proc in procs:
             proc.start()
-        classes = []
-        before = None
-        while True:
-            now = time.time()
-            if before is None and now >= start + warmup:
+        return procs, results
+
+    def watch(self, start, warmup, seconds, label):
+        """From the warm-up's start to the window's end: the policy table
+        each second and the machine at the window's start and end;
+        (policy samples, where the time went)."""
+        window_start = start + warmup
+        samples, before = [], None
+        for tick in window_ticks(warmup, seconds):
+            sleep_until(window_start + tick)
+            if before is None and tick >= 0:
                 before = self.sampler.snapshot()
-            if now >= stop_at:
+            if tick >= seconds:
                 break
-            # wake at the start of the measured time, to sample it
-            time.sleep(max(0.0, min(1.0, stop_at - now, (
-                start + warmup - now) if before is None else 1.0)))
-            classes.append((round(time.time() - start - warmup, 1),
-                            self.classes()))
+            samples.append([round(time.time() - window_start, 2),
+                            self.policy_sample()])
             self.progress('  %s: %3.0f s of %.0f' % (
-                label, min(seconds, max(0, time.time() - start - warmup)),
-                seconds), end='\r')
+                label, max(0.0, tick), seconds), end='\r')
         where = resources.between(before, self.sampler.snapshot())
         self.progress(' ' * 40, end='\r')
-        collected = dict(results.get(timeout=120 + seconds)
-                         for _ in procs)
+        return samples, where
+
+    @staticmethod
+    def collect(procs, results, seconds):
+        """{label: (rows, CPU seconds)} of every client process, once
+        each has ended."""
+        collected = {}
+        for _ in procs:
+            label, rows, cpu = results.get(timeout=120 + seconds)
+            collected[label] = (rows, cpu)
         for proc in procs:
             proc.join()
-        out = {}
-        for tenant, workload in active:
-            rows = [(r[0] - warmup,) + tuple(r[1:])
-                    for r in collected[tenant.label]]
-            figures = summarise(rows, 0.0, seconds)
-            figures['timeline'] = timeline(
-                [r for r in rows if r[0] >= 0], seconds)
-            figures['workload'] = workload.name
-            figures['concurrency'] = workload.concurrency
-            out[tenant.label] = figures
+        return collected
+
+    def tenant_figures(self, label, rows, workload, warmup, seconds,
+                       samples):
+        """One tenant's figures of a run, rows' offsets from the start of
+        the window."""
+        rows = [(r[0] - warmup,) + tuple(r[1:]) for r in rows]
+        figures = summarise(rows, 0.0, seconds)
+        figures['timeline'] = timeline(rows, seconds)
+        figures['workload'] = workload.name
+        figures['concurrency'] = workload.concurrency
+        figures['mass'] = policy_table.what_mass_did(
+            samples, label, seconds, judged=self.mass_in_pipeline())
+        return figures
+
+    def run(self, stage, label):
+        """Run `stage` ({tenant: workload or None}) once in the current
+        mode; returns per tenant figures and a timeline, what Mass did,
+        where the time went and the cost per operation."""
+        self.run_number += 1
+        active = [(t, w) for t, w in stage.items() if w is not None]
+        prepared = self.prepare_all(active)
+        self.settle_write_back()
+        warmup = max(w.warmup for _, w in active)
+        seconds = max(w.seconds for _, w in active)
+        start = time.time() + 0.5
+        procs, results = self.start_clients(active, prepared, start, warmup,
+                                            start + warmup + seconds)
+        samples, where = self.watch(start, warmup, seconds, label)
+        collected = self.collect(procs, results, seconds)
+        out = {tenant.label: self.tenant_figures(
+            tenant.label, collected[tenant.label][0], workload, warmup,
+            seconds, samples) for tenant, workload in active}
+        load = sum(cpu for _, cpu in collected.values())
+        where['cpu_seconds'] = dict(where.get('cpu_seconds') or {},
+                                    **{resources.LOAD_GENERATOR: load})
+        operations = sum(f['operations'] for f in out.values())
         return {'label': label, 'mode': self.mode, 'seconds': seconds,
-                'tenants': out, 'classes': classes, 'resources': where}
+                'warmup': warmup, 'settle': self.settle_after_seeding,
+                'mass_in_pipeline': self.mass_in_pipeline(),
+                'tenants': out, 'policy': samples,
+                'classes': [[t, classes_of(s)] for t, s in samples],
+                'resources': where,
+                'load_generator': {
+                    'cpu_seconds': load, 'cores': os.cpu_count(),
+                    'machine_pct': resources.machine_share(load, seconds)},
+                'costs': resources.per_operation(where, operations)}
 
     # ---- comparisons
 
@@ -625,7 +771,9 @@ class Bench(object):
                 self.progress(format_run(result))
         self.unpin()
         return {'runs': runs, 'summary': summary(runs, modes),
-                'resources': resource_summary(runs, modes)}
+                'per_tenant': per_tenant_summary(runs, modes),
+                'resources': resource_summary(runs, modes),
+                'costs': cost_summary(runs, modes)}
 
     def staged(self, stages, modes):
         runs = []
@@ -641,6 +789,7 @@ class Bench(object):
 
 
 ALL = '(all)'
+GEOMEAN = 'geo-mean'
 
 
 def overall(tenants):
@@ -661,11 +810,13 @@ def overall(tenants):
             'hit_ratio': hits / gets if gets else None}
 
 
-def summary(runs, modes):
-    """Per tenant and mode, and for all tenants together: median figures
-    over cycles, and the ratios of throughput and mean latency against
-    default of the same cycle."""
-    out = {}
+RATIO_FIELDS = (('throughput_ratio', 'ops_per_s'),
+                ('latency_ratio', 'mean_ms'))
+
+
+def by_label_and_cycle(runs):
+    """{(label, cycle): {mode or 'control': figures}}, with all tenants
+    together as ALL when a run has several."""
     by = collections.defaultdict(dict)
     for run in runs:
         tenants = dict(run['tenants'])
@@ -674,43 +825,116 @@ def summary(runs, modes):
         for label, figures in tenants.items():
             key = 'control' if run['control'] else run['mode']
             by[(label, run['cycle'])][key] = figures
-    labels = sorted({label for label, _ in by})
-    for label in labels:
+    return by
+
+
+def _medians(figs):
+    entry = {}
+    for name in ('ops_per_s', 'mb_per_s', 'mean_ms', 'p50_ms', 'p99_ms',
+                 'hit_ratio'):
+        values = [f[name] for f in figs if f.get(name) is not None]
+        entry[name] = statistics.median(values) if values else None
+    entry['errors'] = sum(f['errors'] for f in figs)
+    return entry
+
+
+def summary(runs, modes):
+    """Per tenant and mode, and for all tenants together: median figures
+    over cycles, the ratios of throughput and mean latency against
+    default of the same cycle (ratios.ratio_summary), and in 'control'
+    the A/A control's spread."""
+    out = {}
+    by = by_label_and_cycle(runs)
+    for label in sorted({label for label, _ in by}):
         cycles = [by[k] for k in sorted(by) if k[0] == label]
         out[label] = {}
         for mode in list(modes) + ['control']:
             figs = [c[mode] for c in cycles if mode in c]
             if not figs:
                 continue
-            entry = {}
-            for name in ('ops_per_s', 'mb_per_s', 'mean_ms', 'p50_ms',
-                         'p99_ms', 'hit_ratio'):
-                values = [f[name] for f in figs if f[name] is not None]
-                entry[name] = statistics.median(values) if values else None
-            entry['errors'] = sum(f['errors'] for f in figs)
-            if mode not in ('default', 'control'):
-                entry['throughput_ratio'] = ratio_summary(
-                    [_ratio(c, mode, 'ops_per_s') for c in cycles],
-                    [_ratio(c, 'control', 'ops_per_s') for c in cycles])
-                entry['latency_ratio'] = ratio_summary(
-                    [_ratio(c, mode, 'mean_ms') for c in cycles],
-                    [_ratio(c, 'control', 'mean_ms') for c in cycles])
+            entry = _medians(figs)
+            if mode == 'control':
+                entry['aa_spread'] = {field: control_spread(
+                    [_ratio(c, 'control', field) for c in cycles])
+                    for _, field in RATIO_FIELDS}
+            elif mode != 'default':
+                for name, field in RATIO_FIELDS:
+                    entry[name] = ratio_summary(
+                        [_ratio(c, mode, field) for c in cycles],
+                        [_ratio(c, 'control', field) for c in cycles])
             out[label][mode] = entry
+    return out
+
+
+def geomean_ratios(by, labels, cycle, mode, field):
+    """The geometric mean of the tenants' ratios in one cycle."""
+    return geometric_mean([_ratio(by.get((label, cycle), {}), mode, field)
+                           for label in labels])
+
+
+def per_tenant_summary(runs, modes):
+    """The per-tenant summary figure: per mode, the geometric mean over
+    tenants of their ratios against default, summed up over cycles as
+    any ratio is; in 'control' the A/A control's spread of it."""
+    by = by_label_and_cycle(runs)
+    labels = sorted({label for label, _ in by if label != ALL})
+    cycles = sorted({cycle for _, cycle in by})
+    if not labels:
+        return {}
+
+    def per_cycle(mode, field):
+        return [geomean_ratios(by, labels, c, mode, field) for c in cycles]
+    out = {}
+    for mode in modes:
+        if mode == 'default':
+            continue
+        out[mode] = {name: ratio_summary(per_cycle(mode, field),
+                                         per_cycle('control', field))
+                     for name, field in RATIO_FIELDS}
+    out['control'] = {'aa_spread': {
+        field: control_spread(per_cycle('control', field))
+        for _, field in RATIO_FIELDS}}
+    return out
+
+
+def _runs_of(runs, mode):
+    return [r for r in runs if (r['control'] if mode == 'control'
+                                else r['mode'] == mode and
+                                not r['control'])]
+
+
+def median_by_mode(runs, modes, key):
+    """Per mode (and 'control'): the median over its runs of each number
+    of run[key]."""
+    out = {}
+    for mode in list(modes) + ['control']:
+        value = resources.median_tree([r.get(key)
+                                       for r in _runs_of(runs, mode)])
+        if value is not None:
+            out[mode] = value
     return out
 
 
 def resource_summary(runs, modes):
     """Per mode (and 'control'): the median over its runs of where the
     time went."""
-    out = {}
-    for mode in list(modes) + ['control']:
-        picked = [r.get('resources') for r in runs
-                  if (r['control'] if mode == 'control'
-                      else r['mode'] == mode and not r['control'])]
-        value = resources.median_tree(picked)
-        if value is not None:
-            out[mode] = value
-    return out
+    return median_by_mode(runs, modes, 'resources')
+
+
+def cost_summary(runs, modes):
+    """Per mode (and 'control'): the median over its runs of the costs
+    per operation."""
+    return median_by_mode(runs, modes, 'costs')
+
+
+def flagged_runs(runs):
+    """[(run label, tenant, note)] of every tenant whose method was not
+    in force for the whole window."""
+    return [(run['label'], label, note)
+            for run in runs
+            for label, figures in sorted(run['tenants'].items())
+            for note in [policy_table.flagged(figures.get('mass'))]
+            if note]
 
 
 def _ratio(cycle, mode, field):
@@ -742,40 +966,115 @@ def format_run(run):
                          label, f['workload'], f['ops_per_s'], f['mb_per_s'],
                          _ms(f['mean_ms']), _ms(f['p99_ms']), f['errors'],
                          '' if hits is None else ' hits %s %%' % _hit(hits)))
+        lines += format_mass(run, f.get('mass'))
     if 'resources' in run:
         lines.append(resources.format_line(run['resources']))
+    if run.get('load_generator'):
+        lines.append(format_load_generator(run['load_generator']))
+    if run.get('costs'):
+        lines.append(resources.format_cost_line(run['costs']))
     return '\n'.join(lines)
+
+
+def format_mass(run, did):
+    """What Mass did for one tenant in a run, when Mass was in the
+    pipelines: lines, the flag of a method not in force throughout
+    first."""
+    if not did or not run.get('mass_in_pipeline'):
+        return []
+    note = policy_table.flagged(did)
+    return (['      ! %s' % note] if note else []) + [
+        '      mass: %s' % policy_table.describe(did)]
+
+
+def format_load_generator(load):
+    share = load.get('machine_pct')
+    return '    load generator: %s %% of the machine (%.1f CPU s, %s cores)' \
+        % ('-' if share is None else '%.0f' % share, load['cpu_seconds'],
+           load.get('cores') or '-')
 
 
 def _fmt_ratio(r):
     if not r:
         return '-'
-    text = '%.3f (%.3f-%.3f)' % (r['median'], r['min'], r['max'])
+    interval = r.get('interval') or {'low': r['min'], 'high': r['max']}
+    text = '%.3f [%.3f-%.3f]' % (r['median'], interval['low'],
+                                 interval['high'])
     if r.get('verdict') == 'no difference':
         text += ' ~'
     return text
 
 
+SUMMARY_ROW = '%-10s %-8s %9s %8s %9s %9s %9s %6s %6s  %-24s %-24s'
+
+
+def _summary_row(label, mode, e):
+    return SUMMARY_ROW % (
+        label, 'default*' if mode == 'control' else mode,
+        '%.1f' % e['ops_per_s'], '%.2f' % e['mb_per_s'], _ms(e['mean_ms']),
+        _ms(e['p50_ms']), _ms(e['p99_ms']), e['errors'],
+        _hit(e.get('hit_ratio')), _fmt_ratio(e.get('throughput_ratio')),
+        _fmt_ratio(e.get('latency_ratio')))
+
+
+def _geomean_rows(per_tenant):
+    return [SUMMARY_ROW % (GEOMEAN, mode, '', '', '', '', '', '', '',
+                           _fmt_ratio(e.get('throughput_ratio')),
+                           _fmt_ratio(e.get('latency_ratio')))
+            for mode, e in per_tenant.items() if mode != 'control']
+
+
+def _spread(s):
+    return '%.3f-%.3f' % (s['min'], s['max']) if s else '-'
+
+
+def format_spreads(result):
+    """The A/A control's spread per tenant, for all tenants and of the
+    geo-mean; [] without a control."""
+    spreads = [(label, modes['control']['aa_spread'])
+               for label, modes in sorted(result['summary'].items())
+               if 'aa_spread' in modes.get('control', {})]
+    control = (result.get('per_tenant') or {}).get('control')
+    if control:
+        spreads.append((GEOMEAN, control['aa_spread']))
+    if not spreads:
+        return []
+    return ['A/A spread (default* against default, min-max over cycles, '
+            '1 included): ops/s | mean latency'] + [
+        '  %-10s %s | %s' % (label, _spread(s.get('ops_per_s')),
+                             _spread(s.get('mean_ms')))
+        for label, s in spreads]
+
+
+def format_flags(runs):
+    flags = flagged_runs(runs)
+    if not flags:
+        return []
+    return ['method not in force for the whole window (these runs '
+            'measured a mixture):'] + [
+        '  %s: %s: %s' % flag for flag in flags]
+
+
 def format_summary(result):
-    lines = ['%-10s %-8s %9s %8s %9s %9s %9s %6s %6s  %-24s %-24s' % (
+    lines = [SUMMARY_ROW % (
         'tenant', 'mode', 'ops/s', 'MB/s', 'mean ms', 'p50 ms', 'p99 ms',
         'errors', 'hit %', 'ops/s vs default', 'mean latency vs default')]
     for label, modes in sorted(result['summary'].items()):
-        for mode, e in modes.items():
-            lines.append('%-10s %-8s %9.1f %8.2f %9s %9s %9s %6d %6s  %-24s '
-                         '%-24s' % (
-                             label, 'default*' if mode == 'control' else mode,
-                             e['ops_per_s'], e['mb_per_s'], _ms(e['mean_ms']),
-                             _ms(e['p50_ms']), _ms(e['p99_ms']), e['errors'],
-                             _hit(e.get('hit_ratio')),
-                             _fmt_ratio(e.get('throughput_ratio')),
-                             _fmt_ratio(e.get('latency_ratio'))))
-    lines.append('ratios: median over cycles (min-max); "~": inside the '
-                 'A/A spread (default* against default), no difference; '
-                 'hit %: GETs answered from the cache (X-Mass-Cache: hit) '
-                 'among successful GETs')
+        lines += [_summary_row(label, mode, e) for mode, e in modes.items()]
+    lines += _geomean_rows(result.get('per_tenant') or {})
+    lines.append('ratios: median over cycles [95 %% bootstrap interval, '
+                 'cycles resampled]; "~": no difference (the interval '
+                 'includes 1, or the median is inside the A/A spread of '
+                 'default* against default); %s: all tenants\' operations '
+                 'added up; %s: geometric mean of the tenants\' ratios; '
+                 'hit %%: GETs answered from the cache (X-Mass-Cache: hit) '
+                 'among successful GETs' % (ALL, GEOMEAN))
+    lines += format_spreads(result)
+    lines += format_flags(result.get('runs') or [])
     if result.get('resources'):
         lines += ['', resources.format_table(result['resources'])]
+    if result.get('costs'):
+        lines += ['', resources.format_costs(result['costs'])]
     return '\n'.join(lines)
 
 
@@ -861,11 +1160,20 @@ def add_arguments(parser):
                         '(default: <swift-dir>/mass-devices.json, as '
                         'swift-mass devices probe writes it)')
     parser.add_argument('--cycles', type=int, default=3,
-                        help='ABBA cycles (at least 3 for a comparison)')
+                        help='ABBA cycles (at least 3 for a comparison; '
+                        'to tell a 10 %% effect at least 5, of at least '
+                        '120 s: --cycles 5 --seconds 120)')
     parser.add_argument('--no-control', action='store_true',
                         help='skip the A/A run of default in each cycle')
     parser.add_argument('--seconds', type=float,
-                        help='measured seconds of every workload')
+                        help='measured seconds of every workload (the '
+                        'window: requests that complete in it count)')
+    parser.add_argument('--settle', type=float, default=SETTLE_SECONDS,
+                        metavar='SECONDS',
+                        help='after every tenant\'s container is seeded: '
+                        'sync, then wait this long before the clients '
+                        'start, so the seeding\'s write-back does not '
+                        'fall in the window (default %(default)s)')
     parser.add_argument('--scale', type=float, default=1.0,
                         help='multiply object sizes (MOS video/backup '
                         'sizes do not fit a test machine)')
@@ -882,7 +1190,9 @@ def add_arguments(parser):
                         help='the tools/saio that switches pipelines')
     parser.add_argument('--out', default='bench-results',
                         help='directory for results.json and the plots')
-    parser.add_argument('--no-plots', action='store_true')
+    parser.add_argument('--no-plots', action='store_true',
+                        help='no PNG plots (without matplotlib there are '
+                        'none anyway)')
 
 
 def main(argv=None):
@@ -905,6 +1215,8 @@ def main(argv=None):
                 args.modes, ', '.join(allowed)))
         if args.cycles < 1:
             raise ValueError('--cycles: at least 1')
+        if args.settle < 0:
+            raise ValueError('--settle: at least 0')
         for tenant in tenants:
             options = {}
             if args.seconds:
@@ -921,7 +1233,8 @@ def main(argv=None):
                       seed_url=args.seed_url, ring_variants=[
                           v for v in ring_variants if v.name in modes],
                       swift_dir=args.swift_dir,
-                      classes_file=args.classes_file)
+                      classes_file=args.classes_file,
+                      settle_after_seeding=args.settle)
     except ValueError as err:
         print('tools/bench: %s' % err, file=sys.stderr)
         return 2
@@ -959,14 +1272,42 @@ def main(argv=None):
             for name, v in bench.ring_variants.items()}})
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'results.json'), 'w') as fp:
-        json.dump(result, fp, indent=2, sort_keys=True)
+        json.dump(finite(result), fp, indent=2, sort_keys=True,
+                  allow_nan=False)
     print(text)
     if not args.no_plots:
-        from mass_bench import plots
-        for path in plots.draw(result, args.out):
+        for path in draw_plots(result, args.out):
             print('plot: %s' % path)
     print('results: %s' % os.path.join(args.out, 'results.json'))
     return 0
+
+
+def finite(value):
+    """``value`` with every NaN or infinity replaced by None (JSON has
+    neither), tuples as lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def draw_plots(result, out):
+    """The plots of ``result`` in ``out``, their paths; none, with a
+    note, without matplotlib or when drawing fails: the results are
+    written by then, and a long run is not lost to a plot."""
+    from mass_bench import plots
+    if not plots.available():
+        print('plots: skipped (matplotlib is not installed; '
+              'pip install matplotlib)')
+        return []
+    try:
+        return plots.draw(result, out)
+    except Exception as err:
+        print('plots: not drawn: %s: %s' % (type(err).__name__, err))
+        return []
 
 
 def _workload_dict(w):

@@ -1,12 +1,31 @@
 """PNG plots of ``tools/bench`` results (matplotlib, no display).
 
 * ``throughput.png`` and ``latency.png``: per tenant, one bar per mode
-  (median over cycles), with the min-max over cycles as error bars;
+  (median over cycles), with the min-max over cycles as error bars and,
+  behind them, the A/A band: default's median times the A/A control's
+  spread (what an identical run may differ by); on ``latency.png`` the
+  mean's bars carry the p99 (median over cycles) as a mark;
+* ``timeline-MODE.png``: each run's operations/s per second of its
+  window, one panel per tenant, one line per cycle (the A/A control's
+  runs dashed, on default's): a stall shows as a dip; a dotted line in
+  the run's colour where Mass's policy for the tenant changed;
 * ``timeline.png`` for staged runs: operations/s per tenant over time, one
   panel per mode, stage boundaries marked and each change of a tenant's
   class (as the policy table had it) annotated where it happened.
+
+matplotlib is optional: :func:`available` says whether it is there.
 """
 import os
+import re
+
+
+def available():
+    """Whether matplotlib can be imported."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _pyplot():
@@ -22,8 +41,9 @@ def draw(result, out):
         return [timeline(result, os.path.join(out, 'timeline.png'))]
     return [bars(result, 'ops_per_s', 'operations/s (higher is better)',
                  os.path.join(out, 'throughput.png')),
-            bars(result, 'mean_ms', 'mean latency, ms (lower is better)',
-                 os.path.join(out, 'latency.png'))]
+            bars(result, 'mean_ms', 'mean latency, ms (lower is better; '
+                 'marks: p99)', os.path.join(out, 'latency.png'),
+                 mark='p99_ms')] + run_timelines(result, out)
 
 
 def _cycle_values(result, label, mode, field):
@@ -39,15 +59,43 @@ def _cycle_values(result, label, mode, field):
     return values
 
 
-def bars(result, field, title, path):
+def aa_band(summary, label, field):
+    """(low, high): default's median times the A/A control's spread of
+    ``field``; None without either."""
+    modes = summary.get(label, {})
+    default = (modes.get('default') or {}).get(field)
+    spread = ((modes.get('control') or {}).get('aa_spread') or {}).get(
+        field)
+    if default is None or not spread:
+        return None
+    return default * spread['min'], default * spread['max']
+
+
+def _draw_bands(ax, summary, labels, field):
+    shown = False
+    for j, label in enumerate(labels):
+        band = aa_band(summary, label, field)
+        if band is None:
+            continue
+        ax.fill_between([j - 0.45, j + 0.45], band[0], band[1],
+                        color='grey', alpha=0.25, linewidth=0,
+                        label=None if shown else 'A/A band', zorder=0)
+        shown = True
+
+
+def bars(result, field, title, path, mark=None):
+    """Per tenant a bar per mode of ``field`` (median over cycles,
+    min-max error bars) over the A/A band; with ``mark``, that figure
+    (e.g. 'p99_ms') as a mark on each bar."""
     plt = _pyplot()
     summary = result['summary']
     labels = sorted(label for label in summary if label in result['tenants'])
     modes = [m for m in result['modes']]
     width = 0.8 / max(1, len(modes))
     fig, ax = plt.subplots(figsize=(2.2 + 1.8 * len(labels), 4))
+    _draw_bands(ax, summary, labels, field)
     for i, mode in enumerate(modes):
-        xs, heights, low, high = [], [], [], []
+        xs, heights, low, high, marks = [], [], [], [], []
         for j, label in enumerate(labels):
             entry = summary[label].get(mode)
             if entry is None:
@@ -57,13 +105,71 @@ def bars(result, field, title, path):
             heights.append(entry[field] or 0)
             low.append(max(0, (entry[field] or 0) - min(values)))
             high.append(max(0, max(values) - (entry[field] or 0)))
+            marks.append(entry.get(mark) if mark else None)
         ax.bar(xs, heights, width, yerr=[low, high], capsize=3, label=mode)
+        marked = [(x, m) for x, m in zip(xs, marks) if m is not None]
+        if marked:
+            ax.scatter([x for x, _ in marked], [m for _, m in marked],
+                       marker='_', s=200, color='black', zorder=3,
+                       label='p99' if i == 0 else None)
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(['%s\n%s' % (
         label, result['tenants'][label]['workload']['name'])
         for label in labels])
     ax.set_title(title)
-    ax.legend()
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def file_name(mode):
+    """A mode's name fit for a file name."""
+    return re.sub(r'[^A-Za-z0-9_.-]', '_', mode)
+
+
+def run_timelines(result, out):
+    """One ``timeline-MODE.png`` per mode; their paths."""
+    paths = []
+    for mode in result['modes']:
+        runs = [r for r in result['runs'] if r['mode'] == mode]
+        if runs:
+            paths.append(mode_timeline(runs, mode, os.path.join(
+                out, 'timeline-%s.png' % file_name(mode))))
+    return paths
+
+
+def _mark_decisions(ax, did, color):
+    """A dotted line where Mass's policy for the tenant changed."""
+    for d in (did or {}).get('decisions') or ():
+        ax.axvline(d['t'], color=color, linestyle=':', linewidth=1)
+
+
+def mode_timeline(runs, mode, path):
+    """Every run of a mode: per tenant a panel, per run a line of its
+    operations/s in each second of the window."""
+    plt = _pyplot()
+    labels = sorted({label for run in runs for label in run['tenants']})
+    fig, axes = plt.subplots(len(labels), 1, sharex=True, squeeze=False,
+                             figsize=(9, 1.2 + 1.8 * len(labels)))
+    for ax, label in zip(axes[:, 0], labels):
+        for run in runs:
+            figures = run['tenants'].get(label)
+            if not figures:
+                continue
+            ops = figures['timeline']['ops']
+            line, = ax.plot(
+                [i + 0.5 for i in range(len(ops))], ops, linewidth=1,
+                linestyle='--' if run.get('control') else '-',
+                label='cycle %d%s' % (run.get('cycle', 0) + 1,
+                                      ' A/A' if run.get('control') else ''))
+            _mark_decisions(ax, figures.get('mass'), line.get_color())
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel('%s\nops/s' % label)
+        ax.legend(fontsize=7, loc='lower right')
+    axes[-1, 0].set_xlabel('second of the measured window')
+    fig.suptitle('%s: operations/s in each second of every run' % mode)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

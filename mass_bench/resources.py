@@ -12,17 +12,52 @@ measured time.
   utilisation (busy time over wall time, averaged over the class's
   devices), and for throttled devices the IOPS that passed the throttle as
   a share of the limit.  On the plain profile ``tools/saio devices`` fails
-  and the devices are recorded as None.
+  and the devices are recorded as None;
+* CPU per process group: user + system seconds of every process (from
+  /proc/<pid>/stat) grouped by its command line: proxies, object,
+  container and account servers, Redis, memcached and the other Swift
+  daemons (``swift-*``).  A process that ended in between is lost (its
+  reaped CPU is not counted), one that began counts whole.  The load
+  generator, the bench's own client processes, measures itself
+  (:func:`own_cpu_seconds`) and the bench adds it as ``load_generator``;
+* Redis commands: INFO commandstats' ``calls`` summed (INFO's own left
+  out), of the Redis the proxies' ``[filter:mass] redis_url`` names; None
+  when it cannot be asked.  The bench's own reads of the policy table
+  (one a second) are among them.
 
-Plain Python apart from the two samplers, which a test replaces.
+From these, per run, the cost per operation (:func:`per_operation`):
+CPU milliseconds per group, device I/Os per class and Redis commands,
+each divided by the operations all tenants together completed in the
+window: the servers' work is not split by tenant.
+
+Plain Python apart from the samplers, which a test replaces.
 """
+import configparser
 import json
+import os
+import resource
 import statistics
 import subprocess
 import time
 
+from swift_mass import redis_client
+
+PROC = '/proc'
 PROC_STAT = '/proc/stat'
 DIRECTIONS = (('read', 'reads'), ('write', 'writes'))
+# (group, what the name of its program or script contains), first match
+PROCESS_GROUPS = (('proxy', 'proxy-server'), ('object', 'object-server'),
+                  ('container', 'container-server'),
+                  ('account', 'account-server'), ('redis', 'redis-server'),
+                  ('memcached', 'memcached'), ('swift_other', 'swift-'))
+LOAD_GENERATOR = 'load_generator'
+GROUPS = (LOAD_GENERATOR,) + tuple(g for g, _ in PROCESS_GROUPS)
+GROUP_TITLES = {'load_generator': 'load gen', 'proxy': 'proxies',
+                'object': 'object', 'container': 'container',
+                'account': 'account', 'redis': 'redis',
+                'memcached': 'memcached', 'swift_other': 'other swift'}
+MASS_SECTION = 'filter:mass'
+DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
 
 
 def cpu_times(path=PROC_STAT):
@@ -61,30 +96,156 @@ def saio_devices(saio, timeout=30):
     return rows if isinstance(rows, list) else None
 
 
+def process_group(args):
+    """The group of a process by its command line (the arguments of
+    /proc/<pid>/cmdline): the first of PROCESS_GROUPS whose pattern the
+    name of its program, or of the script an interpreter runs, contains;
+    None for any other process."""
+    names = [os.path.basename(a) for a in args
+             if a and not a.startswith('-')][:2]
+    for name in names:
+        for group, pattern in PROCESS_GROUPS:
+            if pattern in name:
+                return group
+    return None
+
+
+def _stat_cpu(text, ticks_per_second):
+    """(start time, CPU seconds) from a /proc/<pid>/stat line."""
+    # the command name, in parentheses, may hold spaces
+    fields = text.rsplit(')', 1)[1].split()
+    # fields[0] is the state (field 3): utime 14, stime 15, starttime 22
+    return fields[19], (int(fields[11]) + int(fields[12])) / \
+        float(ticks_per_second)
+
+
+def process_cpu(proc=PROC, ticks_per_second=None):
+    """{group: {(pid, start time): CPU seconds}} of every process of a
+    group."""
+    ticks_per_second = ticks_per_second or os.sysconf('SC_CLK_TCK')
+    out = {}
+    for pid in os.listdir(proc):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, pid, 'cmdline'), 'rb') as fp:
+                args = fp.read().decode('utf-8', 'replace').split('\0')
+            group = process_group(args)
+            if group is None:
+                continue
+            with open(os.path.join(proc, pid, 'stat')) as fp:
+                started, seconds = _stat_cpu(fp.read(), ticks_per_second)
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile, or not a process's files
+        out.setdefault(group, {})[(int(pid), started)] = seconds
+    return out
+
+
+def group_cpu_seconds(before, after):
+    """{group: CPU seconds} between two process_cpu; None without
+    both."""
+    if before is None or after is None:
+        return None
+    out = {}
+    for group, processes in after.items():
+        was = before.get(group, {})
+        out[group] = sum(max(0.0, seconds - was.get(key, 0.0))
+                         for key, seconds in processes.items())
+    return out
+
+
+def own_cpu_seconds():
+    """User + system seconds of this process, all its threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def redis_url_of(conf_path):
+    """The redis_url of ``conf_path``'s [filter:mass] (the proxies' shared
+    store), or Redis's default address."""
+    parser = configparser.RawConfigParser(strict=False)
+    try:
+        parser.read(conf_path)
+    except configparser.Error:
+        return DEFAULT_REDIS_URL
+    return parser.get(MASS_SECTION, 'redis_url',
+                      fallback='').strip() or DEFAULT_REDIS_URL
+
+
+def commands_called(stats):
+    """The calls of INFO commandstats' parsed answer summed, INFO's own
+    left out (a Cluster's answer per node summed too); None when it names
+    no command."""
+    total, found = 0, False
+    for key, value in (stats or {}).items():
+        if not isinstance(value, dict):
+            continue
+        if str(key).startswith('cmdstat_'):
+            found = True
+            if key != 'cmdstat_info':
+                total += value.get('calls', 0)
+        else:
+            inner = commands_called(value)
+            if inner is not None:
+                found, total = True, total + inner
+    return total if found else None
+
+
+def redis_commands(url, timeout=2.0):
+    """The commands the Redis of ``url`` has run since it started; None
+    when it cannot be asked (never raises)."""
+    client = None
+    try:
+        client = redis_client.client_from_url(
+            url, 'mass:', socket_timeout=timeout,
+            socket_connect_timeout=timeout)
+        return commands_called(client.info('commandstats'))
+    except Exception:
+        return None
+    finally:
+        close = getattr(client, 'close', None)
+        if close is not None:
+            try:
+                close()
+            except Exception:
+                pass
+
+
 class Sampler(object):
-    """Snapshots of the CPU and the devices; ``devices`` and ``cpu`` are
-    callables (a test gives fakes)."""
+    """Snapshots of the CPU, the devices, the process groups' CPU and
+    Redis's commands; each a callable (a test gives fakes)."""
 
     def __init__(self, devices=lambda: None, cpu=cpu_times,
-                 clock=time.time):
+                 clock=time.time, processes=process_cpu,
+                 redis=lambda: None):
         self.devices, self.cpu, self.clock = devices, cpu, clock
+        self.processes, self.redis = processes, redis
 
     def snapshot(self):
         began = self.clock()
         cpu = self.cpu()
+        processes = self.processes()
+        commands = self.redis()
         devices = self.devices()
         # the devices' counters are read somewhere in the call
         return {'time': (began + self.clock()) / 2.0, 'cpu': cpu,
-                'devices': devices}
+                'devices': devices, 'processes': processes,
+                'redis_commands': commands}
 
 
 def between(before, after):
     """What the machine did from snapshot ``before`` to ``after``."""
     seconds = after['time'] - before['time']
+    commands = (before.get('redis_commands'), after.get('redis_commands'))
     return {'seconds': seconds,
             'cpu': cpu_share(before['cpu'], after['cpu']),
             'devices': device_rates(before['devices'], after['devices'],
-                                    seconds)}
+                                    seconds),
+            'cpu_seconds': group_cpu_seconds(before.get('processes'),
+                                             after.get('processes')),
+            'redis_commands': commands[1] - commands[0]
+            if None not in commands and commands[1] >= commands[0]
+            else None}
 
 
 def cpu_share(before, after):
@@ -176,6 +337,38 @@ def median_tree(items):
     return {k: median_tree([i.get(k) for i in items]) for k in keys}
 
 
+def per_operation(where, operations):
+    """A run's costs per operation: {'operations', 'cpu_ms': {group: CPU
+    ms}, 'device_ios': {class: reads + writes}, 'redis_commands'}, each
+    per operation of all tenants together in the window; None without
+    operations or resources."""
+    if not where or not operations:
+        return None
+    cpu = where.get('cpu_seconds')
+    devices = where.get('devices')
+    commands = where.get('redis_commands')
+    return {
+        'operations': operations,
+        'cpu_ms': {group: 1000.0 * seconds / operations
+                   for group, seconds in cpu.items()}
+        if cpu is not None else None,
+        'device_ios': {cls: (d['read_iops'] + d['write_iops']) *
+                       where['seconds'] / operations
+                       for cls, d in devices.items()}
+        if devices is not None else None,
+        'redis_commands': commands / operations
+        if commands is not None else None}
+
+
+def machine_share(cpu_seconds, seconds, cores=None):
+    """CPU seconds as a percentage of the machine's: all its cores over
+    ``seconds`` of wall time; None when unknown."""
+    cores = cores or os.cpu_count()
+    if cpu_seconds is None or not seconds or not cores:
+        return None
+    return 100.0 * cpu_seconds / (cores * seconds)
+
+
 # ------------------------------------------------------------- output
 
 def _pct(value):
@@ -253,3 +446,58 @@ def format_table(by_mode):
         lines.append('devices: not sampled (tools/saio devices needs the '
                      'hetero profile)')
     return '\n'.join(lines)
+
+
+def _cost(value, form='%.2f'):
+    return form % value if value is not None else '-'
+
+
+def _cost_columns(by_mode):
+    groups = [g for g in GROUPS if any(
+        g in ((c or {}).get('cpu_ms') or {}) for c in by_mode.values())]
+    classes = sorted({cls for c in by_mode.values()
+                      for cls in ((c or {}).get('device_ios') or {})})
+    return groups, classes
+
+
+def format_costs(by_mode):
+    """``{mode: per_operation}`` (medians over a mode's runs) as a
+    table."""
+    groups, classes = _cost_columns(by_mode)
+    head = ['mode', 'ops'] + ['%s CPU ms' % GROUP_TITLES[g] for g in groups]
+    head += ['%s I/Os' % cls for cls in classes] + ['Redis cmds']
+    rows = [head]
+    for mode, c in by_mode.items():
+        c = c or {}
+        cpu, ios = c.get('cpu_ms') or {}, c.get('device_ios') or {}
+        rows.append(['default*' if mode == 'control' else mode,
+                     _cost(c.get('operations'), '%.0f')] +
+                    [_cost(cpu.get(g), '%.3f') for g in groups] +
+                    [_cost(ios.get(cls)) for cls in classes] +
+                    [_cost(c.get('redis_commands'))])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ['cost per operation (median over each mode\'s runs): CPU '
+             'milliseconds of each process group, device I/Os per class '
+             'and Redis commands, each divided by the operations ALL '
+             'tenants completed in the window (not per tenant)']
+    lines += ['  '.join(cell.rjust(w) if i else cell.ljust(w)
+                        for i, (cell, w) in enumerate(zip(r, widths)))
+              for r in rows]
+    if not classes:
+        lines.append('device I/Os: not sampled (tools/saio devices needs '
+                     'the hetero profile)')
+    return '\n'.join(lines)
+
+
+def format_cost_line(costs):
+    """One run's costs per operation on one line."""
+    cpu = costs.get('cpu_ms') or {}
+    text = '    per op (all tenants\' %d ops): CPU ms %s' % (
+        costs['operations'], ', '.join(
+            '%s %.3f' % (GROUP_TITLES[g], cpu[g]) for g in GROUPS
+            if g in cpu) or '-')
+    ios = costs.get('device_ios')
+    if ios:
+        text += '; I/Os %s' % ', '.join('%s %.2f' % (cls, n)
+                                        for cls, n in sorted(ios.items()))
+    return text + '; Redis cmds %s' % _cost(costs.get('redis_commands'))

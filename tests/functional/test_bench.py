@@ -29,7 +29,8 @@ def run_bench(tenants, out, options, timeout=300):
 def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):
     before = store.get_pins()
     stdout, result = run_bench(TENANTS, tmp_path,
-                               ['--cycles', '1', '--seconds', '2'])
+                               ['--cycles', '1', '--seconds', '2',
+                                '--settle', '1'])
     assert result['modes'] == ['default', 'static', 'mass']
     # one cycle: each mode once, and default a second time (A/A control)
     assert [(r['mode'], r['control']) for r in result['runs']] == [

@@ -1,6 +1,7 @@
 """The benchmark's pure parts: workloads, presets, figures, ratios,
 plots, its command line and its store.  Running it against the SAIO is
 tests/functional/test_bench.py."""
+import argparse
 import collections
 import json
 import os
@@ -247,7 +248,9 @@ def test_summary_ratios_per_cycle():
     assert s['mass']['latency_ratio']['median'] == pytest.approx(0.5)
     text = bench.format_summary({'summary': bench.summary(
         comparison(), ['default', 'mass'])})
-    assert 'default*' in text and '1.500 (1.273-1.778)' in text
+    # median [95 % bootstrap interval]: with three cycles the interval is
+    # their min-max
+    assert 'default*' in text and '1.500 [1.273-1.778]' in text
 
 
 def test_staged_scenarios():
@@ -278,8 +281,9 @@ def test_plots_are_pngs(tmp_path):
               'tenants': {'photos': {'workload': {'name': 'A'}}}}
     result['summary'] = bench.summary(result['runs'], result['modes'])
     paths = plots.draw(result, str(tmp_path))
-    assert [p.rsplit('/', 1)[1] for p in paths] == ['throughput.png',
-                                                    'latency.png']
+    assert [p.rsplit('/', 1)[1] for p in paths] == [
+        'throughput.png', 'latency.png', 'timeline-default.png',
+        'timeline-mass.png']
     assert all(is_png(p) for p in paths)
     staged = {'modes': ['mass'], 'staged': 'internal', 'runs': [
         dict(fake_run('mass', 0, False, 10, 5.0), stage='1 reads',
@@ -422,3 +426,108 @@ def test_starting_objects_go_through_the_seed_proxy():
         [tenant], 'http://p/auth/v1.0',
         seed_url='http://127.0.0.1:8082/').seed_storage_url(tenant) == \
         'http://127.0.0.1:8082/v1/AUTH_photos'
+
+
+# ---- the command line, results.json and the plots
+
+def test_settle_option(monkeypatch):
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    assert parser.parse_args([]).settle == 35.0
+    assert parser.parse_args(['--settle', '1.5']).settle == 1.5
+    assert parser.parse_args([]).cycles == 3
+
+
+def test_main_refuses_a_negative_settle(capsys):
+    assert bench.main(['--settle', '-1']) == 2
+    assert capsys.readouterr().err == 'tools/bench: --settle: at least 0\n'
+
+
+def canned_result():
+    runs = comparison()
+    runs[0]['tenants']['photos']['mean_ms'] = float('nan')
+    return {'runs': runs, 'summary': bench.summary(runs, ['default',
+                                                          'mass']),
+            'per_tenant': {}, 'resources': {}, 'costs': {}}
+
+
+@pytest.fixture
+def offline_main(monkeypatch):
+    """main() without a cluster: tenants log in to nothing and compare()
+    answers canned results; the Bench it made is kept."""
+    made = []
+
+    def authenticate(tenant, auth_url):
+        tenant.url, tenant.token = 'http://p/v1/AUTH_%s' % tenant.label, 't'
+
+    def compare(self, modes, cycles, control=True):
+        made.append(self)
+        return canned_result()
+    monkeypatch.setattr(bench.Tenant, 'authenticate', authenticate)
+    monkeypatch.setattr(bench.Bench, 'compare', compare)
+    return made
+
+
+def test_main_without_matplotlib_writes_results_and_a_note(
+        offline_main, monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, 'matplotlib', None)
+    out = tmp_path / 'out'
+    assert bench.main(['--saio', '/nonexistent', '--settle', '2',
+                       '--modes', 'default,mass', '--out', str(out)]) == 0
+    assert offline_main[0].settle_after_seeding == 2.0
+    printed = capsys.readouterr().out.splitlines()
+    assert 'plots: skipped (matplotlib is not installed; pip install ' \
+        'matplotlib)' in printed
+    assert printed[-1] == 'results: %s' % (out / 'results.json')
+    text = (out / 'results.json').read_text()
+    result = json.loads(text)  # NaN is no JSON: it is null there
+    assert 'NaN' not in text
+    assert result['runs'][0]['tenants']['photos']['mean_ms'] is None
+    assert not list(out.glob('*.png'))
+
+
+def test_a_failing_plot_does_not_lose_the_run(monkeypatch, tmp_path,
+                                              capsys):
+    def draw(result, out):
+        raise KeyError('summary')
+    monkeypatch.setattr(plots, 'draw', draw)
+    assert bench.draw_plots({}, str(tmp_path)) == []
+    assert capsys.readouterr().out == "plots: not drawn: KeyError: " \
+        "'summary'\n"
+
+
+def test_finite_replaces_what_json_cannot_hold():
+    assert bench.finite({'a': [1.0, float('inf'), (2, float('nan'))],
+                         'b': {'c': -float('inf'), 'd': 'x', 'e': None}}) \
+        == {'a': [1.0, None, [2, None]],
+            'b': {'c': None, 'd': 'x', 'e': None}}
+
+
+def test_the_aa_band_is_default_times_the_control_spread():
+    s = bench.summary(comparison(), ['default', 'mass'])
+    # default's median 100 ops/s; the A/A ratios 98/100, 93/90, 105/110
+    low, high = plots.aa_band(s, 'photos', 'ops_per_s')
+    assert low == pytest.approx(100 * 105 / 110.0)
+    assert high == pytest.approx(100 * 93 / 90.0)
+    assert plots.aa_band(s, 'photos', 'mean_ms') == (10.0, 10.0)
+    assert plots.aa_band(s, 'nobody', 'ops_per_s') is None
+    without = bench.summary([r for r in comparison() if not r['control']],
+                            ['default', 'mass'])
+    assert plots.aa_band(without, 'photos', 'ops_per_s') is None
+
+
+def test_timelines_of_every_run_per_mode(tmp_path):
+    runs = comparison()
+    runs[-1]['tenants']['photos']['timeline']['ops'] = [150, 0, 150]
+    runs[-1]['tenants']['photos']['mass'] = {'decisions': [
+        {'t': 1.0, 'decision': 'deleted', 'class': 'read',
+         'substore': '', 'method': 'none', 'reason': 'worse'}]}
+    result = {'runs': runs, 'modes': ['default', 'mass', 'a b/c'],
+              'staged': None,
+              'tenants': {'photos': {'workload': {'name': 'A'}}}}
+    result['runs'].append(dict(runs[-1], mode='a b/c'))
+    paths = plots.run_timelines(result, str(tmp_path))
+    assert [os.path.basename(p) for p in paths] == [
+        'timeline-default.png', 'timeline-mass.png', 'timeline-a_b_c.png']
+    assert all(is_png(p) for p in paths)
+    assert plots.available()

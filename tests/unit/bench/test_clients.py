@@ -2,6 +2,8 @@
 (uniform slices, a shared Zipf ranking, overwrites), the cache hits they
 count, and a whole run with its CPU and device samples."""
 import collections
+import os
+import threading
 import time
 
 import pytest
@@ -201,7 +203,7 @@ def hdd(writes, passed):
 ])
 def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
                                          expected):
-    monkeypatch.setattr(bench.Bench, 'classes', lambda self: {})
+    monkeypatch.setattr(bench.Bench, 'policy_sample', lambda self: None)
     sampler = FakeSampler(devices)
     photos = bench.Tenant.parse('photos:web:web=A,objects=6,concurrency=2,'
                                 'popularity=zipf:1,warmup=0.3,seconds=1')
@@ -216,13 +218,28 @@ def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
     assert sampler.taken[0] - began == pytest.approx(0.8, abs=0.25)
     assert sampler.taken[1] - sampler.taken[0] == pytest.approx(1.0,
                                                                 abs=0.25)
+    load = result['resources']['cpu_seconds']['load_generator']
     assert result['resources'] == {
         'seconds': 10.0, 'cpu': {'busy_pct': 60.0, 'iowait_pct': 10.0},
-        'devices': expected}
+        'devices': expected, 'redis_commands': None,
+        # the fake sampler has no process groups: the load generator only,
+        # as its client processes measured themselves
+        'cpu_seconds': {'load_generator': load}}
+    assert 0 < load < 2.0
+    assert result['load_generator']['cpu_seconds'] == load
+    assert result['load_generator']['machine_pct'] == pytest.approx(
+        100.0 * load / os.cpu_count())
+    costs = result['costs']
+    assert costs['operations'] == result['tenants']['photos']['operations']
+    assert costs['cpu_ms'] == {'load_generator': pytest.approx(
+        1000.0 * load / costs['operations'])}
+    assert costs['redis_commands'] is None
     f = result['tenants']['photos']
     assert f['gets'] > 0 and 0 < f['hit_ratio'] < 1
     text = bench.format_run(result)
     assert 'where: CPU 60% busy, 10% iowait' in text
+    assert 'load generator: %.0f %% of the machine' % result[
+        'load_generator']['machine_pct'] in text
     if expected:
         assert 'hdd r/w 0/100 IOPS, 60% busy' in text
         assert 'writes 140/s=93% of limit' in text
@@ -230,10 +247,119 @@ def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
         assert 'devices not sampled' in text
 
 
-def test_the_default_sampler_asks_tools_saio(monkeypatch):
+def test_the_default_sampler_asks_tools_saio_and_the_proxies_redis(
+        monkeypatch, tmp_path):
     asked = []
     monkeypatch.setattr(resources, 'saio_devices',
                         lambda saio: asked.append(saio))
-    b = bench.Bench([], 'http://p/auth/v1.0', saio='/x/tools/saio')
-    assert b.sampler.snapshot()['devices'] is None
-    assert asked == ['/x/tools/saio']
+    monkeypatch.setattr(resources, 'redis_commands',
+                        lambda url: asked.append(url) or 1234)
+    conf = tmp_path / 'proxy-server.conf'
+    conf.write_text('[filter:mass]\nredis_url = redis://10.1.1.1:6390\n')
+    b = bench.Bench([], 'http://p/auth/v1.0', saio='/x/tools/saio',
+                    conf=str(conf))
+    taken = b.sampler.snapshot()
+    assert taken['devices'] is None and taken['redis_commands'] == 1234
+    # this machine's processes, by group
+    assert isinstance(taken['processes'], dict)
+    assert asked == ['redis://10.1.1.1:6390', '/x/tools/saio']
+
+
+# ---- counting by completion, the settle after seeding, the load
+# generator's CPU
+
+def test_a_request_counts_in_the_window_it_completed_in():
+    rows = [(-0.5, 'GET', 0.7, 200, 10, ''),  # began in the warm-up
+            (-0.5, 'GET', 0.4, 200, 10, ''),  # ended in it
+            (0.2, 'GET', 0.1, 200, 10, ''),
+            (1.8, 'GET', 0.4, 200, 10, ''),   # ended after the window
+            (1.95, 'GET', 0.01, 503, 0, '')]
+    measured = [rows[0], rows[2], rows[4]]
+    assert bench.completed_in(rows, 0.0, 2.0) == measured
+    f = bench.summarise(rows, 0.0, 2.0)
+    assert (f['operations'], f['errors'], f['ops_per_s']) == (3, 1, 1.0)
+    # the timeline bins by completion second too, the warm-up's left out
+    assert bench.timeline(rows, 2)['ops'] == [2, 0]
+
+
+class SlowConnection(FakeConnection):
+    """Each answer takes 0.3 s."""
+
+    def request(self, method, path, headers, body=None):
+        time.sleep(0.3)
+        return FakeConnection.request(self, method, path, headers, body)
+
+
+def test_clients_issue_until_the_end_and_wait_for_the_last_answer(
+        fake_proxy, monkeypatch):
+    monkeypatch.setattr(bench, 'Connection', SlowConnection)
+    w = workloads.parse('A,objects=4')
+    out = []
+    start = time.time()
+    bench.client(Tenant(), w, 'cont', bench.ObjectSet(NAMES[:4]), 1, start,
+                 start + 0.5, out)
+    returned = time.time() - start
+    # began at 0, 0.3 (before the end at 0.5); the second ended at 0.6
+    assert len(out) == 2
+    assert out[-1][0] < 0.5 < out[-1][0] + out[-1][2] <= returned
+    assert bench.summarise(out, 0.0, 0.5)['operations'] == 1
+
+
+def test_seeding_then_sync_then_the_settle_then_the_clients(monkeypatch):
+    events = []
+    monkeypatch.setattr(bench.os, 'sync', lambda: events.append('sync'))
+    monkeypatch.setattr(bench.time, 'sleep',
+                        lambda s: events.append(('sleep', s)))
+    b = bench.Bench([], 'http://p/auth/v1.0', settle_after_seeding=35.0,
+                    progress=lambda *a, **k: None)
+    b.settle_write_back()
+    assert events == ['sync', ('sleep', 35.0)]
+    del events[:]
+    bench.Bench([], 'http://p/auth/v1.0', settle_after_seeding=0.0,
+                progress=lambda *a, **k: None).settle_write_back()
+    assert events == ['sync']
+    del events[:]
+    # the demo's and the weights grid's runs: neither
+    bench.Bench([], 'http://p/auth/v1.0').settle_write_back()
+    assert events == []
+
+
+@pytest.mark.filterwarnings('ignore:Using fork')
+def test_a_run_settles_after_seeding_every_tenant(fake_proxy, monkeypatch):
+    synced = []
+    monkeypatch.setattr(bench.os, 'sync',
+                        lambda: synced.append((time.time(),
+                                               len(fake_proxy.log))))
+    sampler = FakeSampler([None, None])
+    tenants = [bench.Tenant.parse('%s:u:k=A,objects=3,concurrency=1,'
+                                  'warmup=0.2,seconds=0.5' % name)
+               for name in ('photos', 'videos')]
+    for t in tenants:
+        t.url, t.token = 'http://p/v1/AUTH_%s' % t.label, 'tk'
+    b = bench.Bench(tenants, 'http://p/auth/v1.0', sampler=sampler,
+                    settle_after_seeding=0.6, progress=lambda *a, **k: None)
+    monkeypatch.setattr(bench.Bench, 'policy_sample', lambda self: None)
+    b.run({t: t.workload for t in tenants}, 'test')
+    (when, seeded), = synced
+    # both tenants' containers and 3 starting objects each were written
+    # before the sync
+    assert seeded == 8
+    assert [op for op, _ in fake_proxy.log[:8]] == ['PUT'] * 8
+    assert sorted(n for _, n in fake_proxy.log[:8] if n.startswith(
+        'seed-')) == ['seed-00000'] * 2 + ['seed-00001'] * 2 + \
+        ['seed-00002'] * 2
+    # the window began settle + 0.5 s + the warm-up after it
+    assert sampler.taken[0] - when == pytest.approx(0.6 + 0.5 + 0.2,
+                                                    abs=0.2)
+
+
+def test_the_client_process_measures_its_cpu_over_the_window():
+    out = []
+    now = time.time()
+    thread = threading.Thread(target=bench.cpu_between,
+                              args=(now + 0.1, now + 0.4, out))
+    thread.start()
+    while time.time() < now + 0.45:
+        pass  # busy: this process's CPU, which the thread counts
+    thread.join()
+    assert 0.15 < out[0] < 0.6

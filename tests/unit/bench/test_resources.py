@@ -1,7 +1,9 @@
 """Where the time went: CPU and device deltas from fake snapshots, the
 tools/saio devices sampler, medians per mode and the tables."""
 import os
+import shutil
 import stat
+import time
 
 import pytest
 
@@ -158,3 +160,250 @@ def test_where_the_time_went_per_mode():
     assert 'devices: not sampled' in plain
     text = bench.format_summary({'summary': {}, 'resources': by_mode})
     assert 'where the time went' in text
+
+
+# ---- CPU per process group, Redis commands and costs per operation
+
+@pytest.mark.parametrize('cmdline, group', [
+    ('/usr/bin/python3\0/usr/bin/swift-proxy-server\0'
+     '/etc/swift/proxy-server.conf', 'proxy'),
+    ('/usr/bin/python3\0/usr/bin/swift-object-server\0'
+     '/etc/swift/object-server/1.conf', 'object'),
+    ('python3\0swift-container-server\0/etc/swift/container-server/2.conf',
+     'container'),
+    ('python3\0swift-account-server\0/etc/swift/account-server/3.conf',
+     'account'),
+    ('redis-server 127.0.0.1:6379', 'redis'),
+    ('/usr/bin/redis-server\0*:6380', 'redis'),
+    ('memcached\0-d\0-u\0memcache\0-p\011211', 'memcached'),
+    # a daemon reading an object server's config is not one
+    ('python3\0/usr/bin/swift-object-replicator\0'
+     '/etc/swift/object-server/1.conf', 'swift_other'),
+    ('/usr/bin/python3\0-u\0/usr/local/bin/swift-mass\0--conf\0'
+     '/etc/swift/proxy-server.conf\0status', 'swift_other'),
+    # the bench itself and anything else
+    ('python3\0/work/tools/bench\0--seconds\03', None),
+    ('python3\0-m\0mass_bench\0--conf\0/etc/swift/proxy-server.conf', None),
+    ('', None),
+])
+def test_process_groups_by_program_name(cmdline, group):
+    assert resources.process_group(cmdline.split('\0')) == group
+
+
+def fake_proc(tmp_path, processes):
+    """A /proc of ``processes``: {pid: (cmdline, utime, stime, start)}."""
+    root = tmp_path / 'proc'
+    root.mkdir(exist_ok=True)
+    (root / 'self').mkdir(exist_ok=True)
+    (root / 'stat').write_text('cpu 1 2 3\n')
+    for pid, (cmdline, utime, stime, start) in processes.items():
+        d = root / str(pid)
+        d.mkdir(exist_ok=True)
+        (d / 'cmdline').write_bytes(cmdline.encode())
+        fields = ['S', '1', '1', '1', '0', '-1', '4194560', '0', '0', '0',
+                  '0', str(utime), str(stime), '0', '0', '20', '0', '1', '0',
+                  str(start), '0', '0']
+        (d / 'stat').write_text('%d (swift-proxy) s) %s\n' % (
+            pid, ' '.join(fields)))
+    return str(root)
+
+
+PROXY = 'python3\0/usr/bin/swift-proxy-server\0/etc/swift/proxy-server.conf'
+OBJECT = 'python3\0swift-object-server\0/etc/swift/object-server/1.conf'
+
+
+def test_process_cpu_from_proc(tmp_path):
+    proc = fake_proc(tmp_path, {
+        10: (PROXY, 150, 50, 1000), 11: (PROXY, 100, 0, 1001),
+        12: (OBJECT, 30, 20, 1002), 13: ('', 500, 500, 5),  # a kthread
+        14: ('python3\0tools/bench', 900, 100, 1003)})
+    # a process that went away between the listing and its files
+    (tmp_path / 'proc' / '15').mkdir()
+    assert resources.process_cpu(proc, ticks_per_second=100) == {
+        'proxy': {(10, '1000'): 2.0, (11, '1001'): 1.0},
+        'object': {(12, '1002'): 0.5}}
+    # this machine's: whatever runs, no error
+    assert isinstance(resources.process_cpu(), dict)
+
+
+def test_group_cpu_seconds_between_two_samples(tmp_path):
+    before = resources.process_cpu(fake_proc(tmp_path, {
+        10: (PROXY, 100, 0, 1000), 11: (PROXY, 100, 0, 1001),
+        12: (OBJECT, 100, 0, 1002)}), ticks_per_second=100)
+    shutil.rmtree(str(tmp_path / 'proc' / '12'))
+    after = resources.process_cpu(fake_proc(tmp_path, {
+        10: (PROXY, 250, 50, 1000),
+        # pid 11 was used again by a new process: counted whole
+        11: (PROXY, 30, 0, 2000),
+        # pid 12 ended (its /proc is gone): lost; 20 began: counted whole
+        20: (OBJECT, 40, 10, 2001)}), ticks_per_second=100)
+    assert resources.group_cpu_seconds(before, after) == {
+        'proxy': pytest.approx(2.0 + 0.3), 'object': pytest.approx(0.5)}
+    assert resources.group_cpu_seconds(None, after) is None
+
+
+def test_own_cpu_seconds_counts_this_process():
+    began = resources.own_cpu_seconds()
+    deadline = time.process_time() + 0.05
+    while time.process_time() < deadline:
+        pass
+    assert resources.own_cpu_seconds() - began >= 0.04
+
+
+def test_the_redis_url_the_proxies_use(tmp_path):
+    conf = tmp_path / 'proxy-server.conf'
+    conf.write_text('[DEFAULT]\nbind_port = %(x)s\n[filter:mass]\n'
+                    'redis_url = redis://10.0.0.5:6390/2\n')
+    assert resources.redis_url_of(str(conf)) == 'redis://10.0.0.5:6390/2'
+    conf.write_text('[filter:mass]\nuse = egg:swift_mass#mass\n')
+    assert resources.redis_url_of(str(conf)) == 'redis://127.0.0.1:6379'
+    assert resources.redis_url_of(str(tmp_path / 'none.conf')) == \
+        'redis://127.0.0.1:6379'
+
+
+def test_commands_called_from_info_commandstats():
+    stats = {'cmdstat_get': {'calls': 10, 'usec': 3},
+             'cmdstat_hgetall': {'calls': 5},
+             'cmdstat_info': {'calls': 100}, 'errorstat_ERR': 'x'}
+    assert resources.commands_called(stats) == 15
+    # a Cluster answers per node
+    assert resources.commands_called({'10.0.0.1:7000': stats,
+                                      '10.0.0.2:7000': stats}) == 30
+    assert resources.commands_called({'redis_version': '7.0'}) is None
+    assert resources.commands_called(None) is None
+
+
+class FakeRedis(object):
+    closed = False
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def info(self, section):
+        assert section == 'commandstats'
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+    def close(self):
+        self.closed = True
+
+
+def test_redis_commands_never_fail_the_run(monkeypatch):
+    made = []
+
+    def client_from_url(url, prefix, **options):
+        made.append((url, options['socket_timeout']))
+        return client
+    monkeypatch.setattr(resources.redis_client, 'client_from_url',
+                        client_from_url)
+    client = FakeRedis({'cmdstat_set': {'calls': 7}})
+    assert resources.redis_commands('redis://r:6390') == 7
+    assert client.closed and made == [('redis://r:6390', 2.0)]
+    client = FakeRedis(ConnectionError('refused'))
+    assert resources.redis_commands('redis://r:6390') is None
+    assert client.closed
+    monkeypatch.undo()
+    # nothing listens on port 1; and no URL of any form makes it raise
+    assert resources.redis_commands('redis://127.0.0.1:1', 0.5) is None
+    assert resources.redis_commands('nonsense') is None
+
+
+def snapshot(when, cpu_busy, processes, commands, devices=None):
+    return {'time': when, 'cpu': {'total': 1000 * when, 'busy': cpu_busy,
+                                  'iowait': 0},
+            'devices': devices, 'processes': processes,
+            'redis_commands': commands}
+
+
+def test_between_adds_group_cpu_and_redis_commands():
+    before = snapshot(0.0, 0, {'proxy': {(1, '5'): 10.0}}, 1000)
+    after = snapshot(10.0, 500, {'proxy': {(1, '5'): 14.0},
+                                 'redis': {(2, '6'): 3.0}}, 1600)
+    where = resources.between(before, after)
+    assert where['cpu_seconds'] == {'proxy': 4.0, 'redis': 3.0}
+    assert where['redis_commands'] == 600
+    # Redis restarted, or could not be asked once
+    assert resources.between(before, dict(after, redis_commands=5))[
+        'redis_commands'] is None
+    assert resources.between(before, dict(after, redis_commands=None))[
+        'redis_commands'] is None
+
+
+def test_the_sampler_takes_every_sample():
+    sampler = resources.Sampler(
+        cpu=lambda: {'total': 1, 'busy': 1, 'iowait': 0},
+        processes=lambda: {'proxy': {}}, redis=lambda: 42,
+        clock=iter([1.0, 2.0]).__next__)
+    assert sampler.snapshot() == {
+        'time': 1.5, 'cpu': {'total': 1, 'busy': 1, 'iowait': 0},
+        'devices': None, 'processes': {'proxy': {}}, 'redis_commands': 42}
+
+
+def test_costs_per_operation():
+    where = resources.between(
+        snapshot(0.0, 0, {'proxy': {(1, '5'): 10.0},
+                          'object': {(2, '5'): 1.0}}, 1000, BEFORE),
+        snapshot(10.0, 0, {'proxy': {(1, '5'): 14.0},
+                           'object': {(2, '5'): 3.0}}, 3000, AFTER))
+    where['cpu_seconds']['load_generator'] = 1.0
+    costs = resources.per_operation(where, 2000)
+    assert costs == {
+        'operations': 2000,
+        'cpu_ms': {'proxy': 2.0, 'object': 1.0, 'load_generator': 0.5},
+        # ssd: (80 + 300) IOPS over 10 s; hdd: (10 + 260) IOPS
+        'device_ios': {'ssd': pytest.approx(1.9),
+                       'hdd': pytest.approx(1.35)},
+        'redis_commands': 1.0}
+    plain = dict(where, devices=None, redis_commands=None)
+    assert resources.per_operation(plain, 2000)['device_ios'] is None
+    assert resources.per_operation(plain, 2000)['redis_commands'] is None
+    assert resources.per_operation(where, 0) is None
+    assert resources.per_operation(None, 10) is None
+    line = resources.format_cost_line(costs)
+    assert line == ('    per op (all tenants\' 2000 ops): CPU ms load gen '
+                    '0.500, proxies 2.000, object 1.000; I/Os hdd 1.35, ssd '
+                    '1.90; Redis cmds 1.00')
+
+
+def test_machine_share():
+    assert resources.machine_share(2.0, 10.0, cores=4) == 5.0
+    assert resources.machine_share(None, 10.0, cores=4) is None
+    assert resources.machine_share(1.0, 0, cores=4) is None
+    assert resources.machine_share(1.0, 1.0) == pytest.approx(
+        100.0 / os.cpu_count())
+
+
+def costs(proxy, ios, commands):
+    return {'operations': 1000, 'cpu_ms': {'proxy': proxy,
+                                           'load_generator': 0.2},
+            'device_ios': {'hdd': ios} if ios is not None else None,
+            'redis_commands': commands}
+
+
+def test_cost_table_per_mode():
+    runs = [dict(run('default', False, None), costs=costs(1.0, 2.0, None)),
+            dict(run('default', True, None), costs=costs(1.1, 2.0, None)),
+            dict(run('mass', False, None), costs=costs(1.5, 1.0, 4.0)),
+            dict(run('mass', False, None), costs=costs(1.7, 3.0, 6.0)),
+            dict(run('mass', False, None), costs=None)]
+    by_mode = bench.cost_summary(runs, ['default', 'mass'])
+    assert list(by_mode) == ['default', 'mass', 'control']
+    assert by_mode['mass'] == {
+        'operations': 1000,
+        'cpu_ms': {'proxy': pytest.approx(1.6), 'load_generator': 0.2},
+        'device_ios': {'hdd': 2.0}, 'redis_commands': 5.0}
+    lines = resources.format_costs(by_mode).splitlines()
+    assert 'divided by the operations ALL tenants completed' in lines[0]
+    assert lines[1].split() == [
+        'mode', 'ops', 'load', 'gen', 'CPU', 'ms', 'proxies', 'CPU', 'ms',
+        'hdd', 'I/Os', 'Redis', 'cmds']
+    assert lines[2].split() == ['default', '1000', '0.200', '1.000', '2.00',
+                                '-']
+    assert lines[3].split() == ['mass', '1000', '0.200', '1.600', '2.00',
+                                '5.00']
+    assert lines[4].split()[0] == 'default*'
+    text = bench.format_summary({'summary': {}, 'costs': by_mode})
+    assert 'cost per operation' in text
+    plain = resources.format_costs({'mass': dict(costs(1.0, None, None))})
+    assert 'device I/Os: not sampled' in plain

@@ -1,0 +1,122 @@
+"""tools/bench for a few seconds on the SAIO, one cycle of default and
+mass with a short settle: results.json holds every figure the summary,
+the costs per operation and what Mass did need, each number finite, and
+the plots are PNGs.  How fast anything is, is not a test's business."""
+import json
+import math
+import os
+import subprocess
+
+from tests.functional.conftest import ROOT, saio
+
+TENANTS = ['photos:web:web=A,objects=4,warmup=0.5,size=64k',
+           'backup:job:job=C,warmup=0.5']
+SECONDS = 3
+GROUPS = {'load_generator', 'proxy', 'object', 'container', 'account',
+          'redis', 'memcached'}
+
+
+def bench(out, options, timeout=300):
+    cmd = [os.path.join(ROOT, 'tools', 'bench'), '--out', str(out)] + \
+        list(options)
+    for tenant in TENANTS:
+        cmd += ['--tenant', tenant]
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stdout
+    with open(os.path.join(str(out), 'results.json')) as fp:
+        # NaN and Infinity are no JSON: refuse them
+        return proc.stdout, json.load(fp, parse_constant=_refuse)
+
+
+def _refuse(name):
+    raise AssertionError('results.json holds %s' % name)
+
+
+def numbers(value, path='result'):
+    """(path, number) of every number in a JSON tree."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from numbers(item, '%s.%s' % (path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from numbers(item, '%s[%d]' % (path, i))
+
+
+def is_png(path):
+    with open(path, 'rb') as fp:
+        return fp.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
+def check_run(run):
+    assert set(run['tenants']) == {'photos', 'backup'}
+    for figures in run['tenants'].values():
+        assert figures['operations'] > 0
+        assert figures['ops_per_s'] > 0 and figures['mean_ms'] > 0
+        assert figures['p50_ms'] <= figures['p99_ms']
+        assert len(figures['timeline']['ops']) == SECONDS
+        did = figures['mass']
+        assert did['samples'] >= SECONDS - 1
+        assert set(did) >= {'class_seconds', 'substore_seconds',
+                            'method_seconds', 'decisions'}
+        # judged only with Mass in the pipelines
+        assert (did['method_in_force'] is not None) == \
+            run['mass_in_pipeline']
+    # the policy table each second, the warm-up's included
+    assert len(run['policy']) >= SECONDS
+    assert all(isinstance(t, (int, float)) for t, _ in run['policy'])
+    where = run['resources']
+    assert set(where['cpu_seconds']) >= GROUPS
+    assert where['redis_commands'] >= 0
+    assert 0 <= run['load_generator']['machine_pct'] <= 100
+    costs = run['costs']
+    assert costs['operations'] == sum(
+        f['operations'] for f in run['tenants'].values())
+    assert set(costs['cpu_ms']) >= GROUPS
+    assert costs['redis_commands'] >= 0
+
+
+def test_a_short_bench_writes_well_formed_results(cluster, store, tmp_path):
+    before = store.get_pins()
+    stdout, result = bench(tmp_path, [
+        '--cycles', '1', '--seconds', str(SECONDS), '--settle', '1',
+        '--modes', 'default,mass'])
+    bad = [(path, n) for path, n in numbers(result) if not math.isfinite(n)]
+    assert bad == []
+    assert result['modes'] == ['default', 'mass']
+    assert [(r['mode'], r['control'], r['mass_in_pipeline'], r['settle'])
+            for r in result['runs']] == [
+        ('default', False, False, 1.0), ('default', True, False, 1.0),
+        ('mass', False, True, 1.0)]
+    for run in result['runs']:
+        check_run(run)
+    # the ratios: median, bootstrap interval, A/A spread and verdict
+    for label in ('photos', 'backup', '(all)'):
+        modes = result['summary'][label]
+        assert set(modes) == {'default', 'mass', 'control'}
+        ratio = modes['mass']['throughput_ratio']
+        assert ratio['interval']['low'] <= ratio['median'] <= \
+            ratio['interval']['high']
+        assert ratio['verdict'] in ('difference', 'no difference')
+        assert set(modes['control']['aa_spread']) == {'ops_per_s',
+                                                      'mean_ms'}
+    per_tenant = result['per_tenant']
+    assert set(per_tenant) == {'mass', 'control'}
+    assert per_tenant['mass']['throughput_ratio']['median'] > 0
+    assert set(result['costs']) == {'default', 'mass', 'control'}
+    # the table
+    for text in ('ops/s vs default', 'geo-mean', 'A/A spread',
+                 '% of the machine', 'cost per operation',
+                 'where the time went'):
+        assert text in stdout, text
+    for name in ('throughput.png', 'latency.png', 'timeline-default.png',
+                 'timeline-mass.png'):
+        assert is_png(os.path.join(str(tmp_path), name)), name
+    # as found: Mass in the pipelines again, no pins left behind
+    assert store.get_pins() == before
+    assert 'with mass' in saio('status').stdout
