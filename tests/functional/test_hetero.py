@@ -1,15 +1,20 @@
 """The SAIO's hetero profile (``tools/saio setup --profile hetero``): an
 SSD-class and an HDD-class device on every storage server, each its own
-XFS image on its own direct-I/O loop device, the HDD-class ones throttled
-in the root blkio group; ``standard`` over all eight by capacity, ``fast``
-over the SSD-class and ``bulk`` over the HDD-class devices, 3 replicas
-each.  The module brings the profile up and puts the plain one back, as
-the project's scripts do for an operator.
+XFS image on its own direct-I/O loop device; an HDD-class device's loop
+device is on the file its model (tools/saio.d/hdd-model.c, a FUSE daemon)
+serves, with one FIFO budget of I/Os a second that its reads, writes and
+flushes share, as a disk head does; ``standard`` over all eight by
+capacity, ``fast`` over the SSD-class and ``bulk`` over the HDD-class
+devices, 3 replicas each.  The module brings the profile up and puts the
+plain one back, as the project's scripts do for an operator.
 """
 import configparser
 import json
+import mmap
 import os
+import random
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -26,10 +31,26 @@ from tests.functional.conftest import PROXY, ROOT, Tenant, saio
 from tests.functional.waiting import until
 
 SWIFT_DIR = '/etc/swift'
+MARKER = os.path.join(SWIFT_DIR, '.swift-mass-saio')
+# tools/saio's HDD_IOPS_DEFAULT, when setup --hdd-iops has set none
+DEFAULT_HDD_IOPS = 150
 
 
 def devices():
     return json.loads(saio('devices', '--json').stdout)
+
+
+def hdd_iops():
+    """The HDD-class devices' budget the SAIO keeps (its marker's
+    hdd_iops=, else tools/saio's default)."""
+    with open(MARKER) as fp:
+        found = [line.split('=', 1)[1].strip() for line in fp
+                 if line.startswith('hdd_iops=')]
+    return float(found[-1]) if found else DEFAULT_HDD_IOPS
+
+
+def device(name):
+    return {d['device']: d for d in devices()}[name]
 
 
 @pytest.fixture(scope='module')
@@ -52,20 +73,42 @@ def ring_devices(name):
     return [dev for dev in ring.devs if dev]
 
 
-def test_every_server_has_a_throttled_and_an_unthrottled_device(hetero):
+def test_every_server_has_a_modelled_hdd_and_a_plain_ssd_device(hetero):
     found = devices()
     assert [(d['server'], d['class']) for d in found] == [
         (n, cls) for n in (1, 2, 3, 4) for cls in ('ssd', 'hdd')]
-    for device in found:
-        loop = os.path.basename(device['loop'])
+    budget = hdd_iops()
+    for dev in found:
+        loop = os.path.basename(dev['loop'])
         # direct I/O: the host keeps no page cache under the "disk"
         with open('/sys/block/%s/loop/dio' % loop) as fp:
-            assert fp.read().strip() == '1', device
-        limits = (device['read_iops_limit'], device['write_iops_limit'])
-        assert limits == ((150, 150) if device['class'] == 'hdd'
-                          else (0, 0)), device
+            assert fp.read().strip() == '1', dev
+        with open('/sys/block/%s/loop/backing_file' % loop) as fp:
+            backing = fp.read().strip()
+        if dev['class'] == 'hdd':
+            # on the file its model serves, one budget for every I/O
+            assert dev['model'] == 'fuse-fifo' and dev['model_alive'], dev
+            assert backing == '/srv/swift-devices/fuse/%s/%s.img' % (
+                dev['device'], dev['device'])
+            assert dev['iops_budget'] == budget, dev
+            assert dev['read_iops_limit'] == dev['write_iops_limit'] == \
+                budget, dev
+            with open('/proc/%d/comm' % dev['model_pid']) as fp:
+                assert fp.read().strip() == 'hdd-model'
+        else:
+            assert dev['model'] == 'none', dev
+            assert backing == '/srv/swift-devices/%s.img' % dev['device']
+            assert dev['read_iops_limit'] == dev['write_iops_limit'] == 0
+        # and no blkio throttle on it any more
+        with open('/sys/block/%s/dev' % loop) as fp:
+            majmin = fp.read().strip()
+        for name in ('read_iops', 'write_iops'):
+            path = '/sys/fs/cgroup/blkio/blkio.throttle.%s_device' % name
+            if os.path.exists(path):
+                with open(path) as fp:
+                    assert majmin not in fp.read().split(), (dev, name)
         # each device is a filesystem of its own
-        mount = '/srv/%d/node/%s' % (device['server'], device['device'])
+        mount = '/srv/%d/node/%s' % (dev['server'], dev['device'])
         assert os.path.ismount(mount), mount
 
 
@@ -90,7 +133,7 @@ def test_standard_spans_both_classes_and_each_substore_every_server(
     assert 'diskfile_module' not in conf['storage-policy:0']
 
 
-def test_writes_to_bulk_pass_the_hdd_throttle(hetero):
+def test_writes_to_bulk_reach_the_hdd_models(hetero):
     # through the proxy without Mass: Mass keeps its substores for the
     # tenants it routes there, and this is about the devices
     def request(method, path, **kwargs):
@@ -107,11 +150,17 @@ def test_writes_to_bulk_pass_the_hdd_throttle(hetero):
         assert request('PUT', '%s/o%d' % (container, i),
                        data=os.urandom(4096)).status_code == 201
     after = {d['device']: d for d in devices()}
-    passed = {name: after[name]['throttle_passed_writes'] -
-              before[name]['throttle_passed_writes']
-              for name in after if after[name]['class'] == 'hdd'}
-    # 12 objects, 3 replicas each, over four HDD-class devices
-    assert sum(passed.values()) >= 36, passed
+    hdds = [name for name in after if after[name]['class'] == 'hdd']
+    served = {name: after[name]['model_writes'] -
+              before[name]['model_writes'] for name in hdds}
+    # 12 objects, 3 replicas each, over four HDD-class devices: the
+    # models served them, and the block layer counted them
+    assert sum(served.values()) >= 36, served
+    assert sum(after[name]['writes'] - before[name]['writes']
+               for name in hdds) >= 36
+    # and the bulk policy's flushes (group commit's syncfs) reach them
+    assert sum(after[name]['model_syncs'] - before[name]['model_syncs']
+               for name in hdds) > 0
     for i in range(12):
         assert request('GET', '%s/o%d' % (container, i)).status_code == 200
 
@@ -122,6 +171,155 @@ def test_each_device_has_an_object_server_process_of_its_own(hetero):
             assert requests.get('http://127.0.0.%d:%d/healthcheck' % (
                 n, port), timeout=5).status_code == 200
     assert requests.get(PROXY + '/healthcheck', timeout=5).ok
+
+
+# -- the HDD-class model: one budget for reads, writes and flushes ----------
+
+CHUNK = 1 << 20
+BLOCK = 4096
+
+
+def aligned_buffer(size):
+    """Page-aligned memory, as O_DIRECT wants."""
+    buf = mmap.mmap(-1, size)
+    buf.write(os.urandom(size))
+    return buf
+
+
+def direct_file(path, size):
+    """A file of ``size`` bytes, written through O_DIRECT and fsynced: its
+    blocks allocated, so that overwrites change no metadata."""
+    buf = aligned_buffer(CHUNK)
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o600)
+    try:
+        for offset in range(0, size, CHUNK):
+            os.pwritev(fd, [buf], offset)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def direct_load(path, size, write, threads, stopping):
+    """``threads`` threads, each one O_DIRECT I/O of a random 4 KiB block
+    at a time (a write followed by its fdatasync, or a read) until
+    ``stopping`` is set; returns the list each thread appends to."""
+    done = []
+
+    def run():
+        buf = aligned_buffer(BLOCK)
+        fd = os.open(path, (os.O_WRONLY if write else os.O_RDONLY) |
+                     os.O_DIRECT)
+        try:
+            while not stopping.is_set():
+                offset = random.randrange(size // BLOCK) * BLOCK
+                if write:
+                    os.pwritev(fd, [buf], offset)
+                    os.fdatasync(fd)
+                else:
+                    os.preadv(fd, [buf], offset)
+                done.append(1)
+        finally:
+            os.close(fd)
+    workers = [threading.Thread(target=run, daemon=True)
+               for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    return done, workers
+
+
+def measure(path, size, readers, writers, seconds):
+    """(reads a second, writes a second, the model's I/Os a second: reads,
+    writes and flushes) of a load on sdc1."""
+    stopping = threading.Event()
+    reads, rworkers = direct_load(path + '.r', size, False, readers,
+                                  stopping)
+    writes, wworkers = direct_load(path + '.w', size, True, writers,
+                                   stopping)
+    time.sleep(0.5)  # the queue fills
+    before, n_reads, n_writes = device('sdc1'), len(reads), len(writes)
+    began = time.time()
+    time.sleep(seconds)
+    after, elapsed = device('sdc1'), time.time() - began
+    n_reads, n_writes = len(reads) - n_reads, len(writes) - n_writes
+    stopping.set()
+    for worker in rworkers + wworkers:
+        worker.join(30)
+    model = sum(after['model_' + k] - before['model_' + k]
+                for k in ('reads', 'writes', 'syncs'))
+    return n_reads / elapsed, n_writes / elapsed, model / elapsed
+
+
+def test_reads_and_writes_share_an_hdd_devices_budget(hetero):
+    budget = hdd_iops()
+    where = os.path.join('/srv/1/node/sdc1',
+                         'budget-%s' % uuid.uuid4().hex[:8])
+    os.mkdir(where)
+    size = 8 * CHUNK
+    try:
+        direct_file(os.path.join(where, 'load.r'), size)
+        direct_file(os.path.join(where, 'load.w'), size)
+        path = os.path.join(where, 'load')
+        alone, _, model_alone = measure(path, size, 8, 0, 3)
+        loaded, written, model_loaded = measure(path, size, 8, 4, 3)
+    finally:
+        for name in ('load.r', 'load.w'):
+            if os.path.exists(os.path.join(where, name)):
+                os.unlink(os.path.join(where, name))
+        os.rmdir(where)
+    print('sdc1, budget %g IOPS: reads alone %.0f/s (model %.0f I/Os/s); '
+          'beside writes+fdatasync %.0f reads/s, %.0f writes/s (model %.0f '
+          'I/Os/s)' % (budget, alone, model_alone, loaded, written,
+                       model_loaded))
+    # eight readers alone use the budget, and no more
+    assert 0.8 * budget <= alone <= 1.1 * budget
+    # with writers and their flushes beside them, the reads get less: the
+    # writes and flushes come out of the same budget (a budget a
+    # direction would have left the reads theirs)
+    assert written > 0
+    assert loaded < 0.85 * alone
+    assert model_loaded <= 1.1 * budget
+    # and the device stayed busy
+    assert model_loaded >= 0.8 * budget
+
+
+def test_start_brings_back_an_hdd_device_whose_model_died(hetero):
+    url = hetero.url.replace(':8080/', ':8082/')
+    headers = {'X-Auth-Token': hetero.token}
+    container = 'revive-%s' % uuid.uuid4().hex[:8]
+    assert requests.put('%s/%s' % (url, container), headers=dict(
+        headers, **{'X-Storage-Policy': 'bulk'}),
+        timeout=30).status_code in (201, 202)
+    bodies = {'o%d' % i: os.urandom(4096) for i in range(6)}
+    for name, body in bodies.items():
+        assert requests.put('%s/%s/%s' % (url, container, name), data=body,
+                            headers=headers, timeout=30).status_code == 201
+    dead = device('sdc2')
+    os.kill(dead['model_pid'], signal.SIGKILL)
+    until(lambda: not device('sdc2')['model_alive'], 10,
+          'the killed model seen dead')
+    # its loop device errors now
+    fd = os.open(dead['loop'], os.O_RDONLY | os.O_DIRECT)
+    try:
+        with pytest.raises(OSError):
+            os.preadv(fd, [aligned_buffer(BLOCK)], 0)
+    finally:
+        os.close(fd)
+    status = saio('status', check=False)
+    assert status.returncode != 0 and 'sdc2' in status.stdout, \
+        status.stdout
+    started = saio('start', check=False)
+    assert started.returncode == 0, started.stdout
+    assert 'sdc2: its model (hdd-model) is gone' in started.stdout
+    back = device('sdc2')
+    assert back['model_alive'] and back['model_pid'] != dead['model_pid']
+    assert back['iops_budget'] == hdd_iops()
+    assert os.path.ismount('/srv/2/node/sdc2')
+    assert saio('status', check=False).returncode == 0
+    # what was acknowledged before is all there
+    for name, body in bodies.items():
+        resp = requests.get('%s/%s/%s' % (url, container, name),
+                            headers=headers, timeout=30)
+        assert resp.status_code == 200 and resp.content == body, name
 
 
 # -- group commit on the write substore: durable before the 201 -------------
@@ -292,7 +490,8 @@ def test_the_bench_runs_on_the_hetero_profile(hetero, tmp_path):
             assert figures['errors'] == 0, figures['statuses']
         classes = run['resources']['devices']
         assert set(classes) == {'ssd', 'hdd'}
-        assert classes['hdd']['write_throttle']['limit'] == 600
+        # both limits of an HDD-class device are its one budget
+        assert classes['hdd']['write_throttle']['limit'] == 4 * hdd_iops()
         assert classes['ssd']['write_throttle'] is None
     assert 'where the time went' in stdout and 'hit %' in stdout
     # the bench leaves the profile as it found it
@@ -303,10 +502,10 @@ def test_the_bench_runs_on_the_hetero_profile(hetero, tmp_path):
 # -- device classes, class weights and substores (swift-mass devices,
 #    weights, substores) ----------------------------------------------------
 
-# The profile's throttle allows 150 reads and 150 writes a second on each
-# HDD-class device, so the probe's mix (one I/O at a time, reads and writes
-# alternating) stays below 300 IOPS there; twice that separates the classes
-# whatever the unthrottled devices manage.
+# An HDD-class device's model serves at most its budget (150 IOPS by
+# default) of reads, writes and flushes together, so the probe's mix (one
+# I/O at a time, reads and writes alternating) stays below it there; four
+# times that separates the classes whatever the SSD-class devices manage.
 CLASS_THRESHOLD = 2 * (150 + 150)
 # swift.common.ring.Ring's default reload_time, which the proxies use
 RING_RELOAD_SECONDS = 15
@@ -348,7 +547,8 @@ def test_probe_classes_the_throttled_devices_apart(probed):
     fastest_hdd = max(d['iops'] for n, d in by_name.items()
                       if n.startswith('sdc'))
     assert fastest_hdd < slowest_ssd
-    assert fastest_hdd <= 300 * 1.1  # the throttle holds under the probe
+    # the budget holds under the probe
+    assert fastest_hdd <= hdd_iops() * 1.1
     with open(path) as fp:
         kept = json.load(fp)
     assert kept['classes'] == ['hdd', 'ssd']

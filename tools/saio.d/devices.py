@@ -2,13 +2,26 @@
 """What the hetero profile's devices have served, for ``tools/saio
 devices``::
 
-    devices.py BLKIO [--json] NODE:DEVICE:CLASS:IMAGE...
+    devices.py [--json] NODE:DEVICE:CLASS:IMAGE:MODEL_DIR...
 
-For each device: its loop device, the root blkio group's throttle (read
-and write IOPS limits, and the I/Os that passed it: what the kernel counts
-per device for every submitter, writeback included) and the block layer's
-own statistics (/sys/block/loopN/stat: reads and writes completed,
-milliseconds busy), so a reader of a benchmark sees where the time went.
+MODEL_DIR is empty for a device without a model (SSD-class: the loop
+device is on IMAGE) and, for an HDD-class device, the FUSE directory of
+its model (tools/saio.d/hdd-model.c): the loop device is on
+MODEL_DIR/<IMAGE's name>, and MODEL_DIR/.hdd-model, the model's control
+file, gives its budget and counters.
+
+For each device: its loop device, its model ('fuse-fifo': one FIFO budget
+of ``iops_budget`` I/Os a second that reads, writes and flushes share;
+'none') and the block layer's own statistics of the loop device
+(/sys/block/loopN/stat: reads, writes and flushes completed, milliseconds
+busy: what every submitter, the kernel's writeback included, had served),
+so a reader of a benchmark sees where the time went.
+
+JSON keys kept from the blkio throttle before the model, for the
+benchmark (mass_bench/resources.py): ``read_iops_limit`` and
+``write_iops_limit`` are both the one shared budget (0 without a model),
+not a budget each; ``throttle_passed_reads`` and
+``throttle_passed_writes`` the reads and writes the device served.
 Standard library only: tools/saio runs it before anything is installed.
 """
 import json
@@ -16,82 +29,151 @@ import os
 import subprocess
 import sys
 
-
-def throttle_rules(blkio, name):
-    """``{"MAJ:MIN": value}`` of one blkio throttle file."""
-    rules = {}
-    with open(os.path.join(blkio, name)) as fp:
-        for line in fp:
-            parts = line.split()
-            if len(parts) == 2:
-                rules[parts[0]] = int(parts[1])
-    return rules
+SYS_BLOCK = '/sys/block'
+MODEL_CTL = '.hdd-model'
+# the control file's integer figures (the rest: 'model', 'iops', 'bps',
+# 'wait_s')
+MODEL_COUNTERS = ('pid', 'reads', 'read_bytes', 'writes', 'write_bytes',
+                  'syncs', 'fallocs', 'errors', 'sync_error')
 
 
-def throttle_served(blkio):
-    """``{"MAJ:MIN": {"Read": n, "Write": n, ...}}``: I/Os that passed
-    the root group's throttle."""
-    served = {}
-    with open(os.path.join(blkio, 'blkio.throttle.io_serviced')) as fp:
-        for line in fp:
-            parts = line.split()
-            if len(parts) == 3:
-                served.setdefault(parts[0], {})[parts[1]] = int(parts[2])
-    return served
+def loop_of(backing, sys_block=SYS_BLOCK):
+    """The loop device attached to ``backing``, or None.  From sysfs, not
+    ``losetup -j``: once a model's daemon died the kernel calls the file
+    its loop device is on "(deleted)", and losetup no longer finds it."""
+    try:
+        names = sorted(os.listdir(sys_block))
+    except OSError:
+        return None
+    for name in names:
+        try:
+            with open(os.path.join(sys_block, name, 'loop',
+                                   'backing_file')) as fp:
+                found = fp.read().rstrip('\n')
+        except OSError:
+            continue
+        if found in (backing, backing + ' (deleted)'):
+            return '/dev/' + name
+    return None
 
 
-def loop_of(image):
-    return subprocess.run(['losetup', '-n', '-O', 'NAME', '-j', image],
-                          capture_output=True, text=True).stdout.strip() \
-        or None
+def read_model(model_dir, timeout=5):
+    """The model's control file as a dict, or None when its daemon does
+    not answer (a dead FUSE mount fails at once; a stopped daemon would
+    hang a read: ``cat`` under a timeout, which kills it)."""
+    try:
+        proc = subprocess.run(['cat', os.path.join(model_dir, MODEL_CTL)],
+                              capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    if proc.returncode != 0:
+        return None
+    return parse_model(proc.stdout)
 
 
-def device_rows(blkio, specs):
-    read_limits = throttle_rules(blkio, 'blkio.throttle.read_iops_device')
-    write_limits = throttle_rules(blkio, 'blkio.throttle.write_iops_device')
-    served = throttle_served(blkio)
-    rows = []
-    for spec in specs:
-        node, device, cls, image = spec.split(':', 3)
-        loop = loop_of(image)
-        row = {'server': int(node), 'device': device, 'class': cls,
-               'loop': loop}
-        if loop:
-            name = os.path.basename(loop.split()[0])
-            with open('/sys/block/%s/dev' % name) as fp:
-                majmin = fp.read().strip()
-            with open('/sys/block/%s/stat' % name) as fp:
-                stat = [int(v) for v in fp.read().split()]
-            row.update(
-                read_iops_limit=read_limits.get(majmin, 0),
-                write_iops_limit=write_limits.get(majmin, 0),
-                reads=stat[0], writes=stat[4], busy_ms=stat[9],
-                throttle_passed_reads=served.get(majmin, {}).get('Read', 0),
-                throttle_passed_writes=served.get(majmin, {}).get('Write',
-                                                                  0))
-        rows.append(row)
-    return rows
+def parse_model(text):
+    """``key value`` lines: the counters as ints, iops, bps and wait_s as
+    numbers, model as text; None unless model is there."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) != 2:
+            continue
+        key, value = parts[0], parts[1].strip()
+        try:
+            if key in MODEL_COUNTERS:
+                out[key] = int(value)
+            elif key in ('iops', 'bps', 'wait_s'):
+                number = float(value)
+                out[key] = int(number) if number.is_integer() else number
+            else:
+                out[key] = value
+        except ValueError:
+            continue
+    return out if out.get('model') else None
+
+
+def block_stat(loop, sys_block=SYS_BLOCK):
+    """reads, writes, flushes completed and busy ms of a block device."""
+    name = os.path.basename(loop)
+    with open(os.path.join(sys_block, name, 'stat')) as fp:
+        stat = [int(v) for v in fp.read().split()]
+    # fields 1, 5, 10 and (kernels since 5.5) 16 of Documentation/block/stat
+    return {'reads': stat[0], 'writes': stat[4], 'busy_ms': stat[9],
+            'flushes': stat[15] if len(stat) > 15 else None}
+
+
+def device_row(spec, find_loop=None, model_reader=read_model,
+               sys_block=SYS_BLOCK):
+    node, device, cls, image, model_dir = (spec.split(':', 4) + [''])[:5]
+    backing = os.path.join(model_dir, os.path.basename(image)) \
+        if model_dir else image
+    loop = find_loop(backing) if find_loop else loop_of(backing, sys_block)
+    row = {'server': int(node), 'device': device, 'class': cls,
+           'loop': loop, 'model': 'fuse-fifo' if model_dir else 'none'}
+    model = model_reader(model_dir) if model_dir else None
+    if model_dir:
+        row.update(model_alive=model is not None,
+                   iops_budget=model.get('iops') if model else None,
+                   bps_budget=model.get('bps') if model else None,
+                   model_pid=model.get('pid') if model else None)
+        for key in ('reads', 'writes', 'syncs', 'errors', 'sync_error',
+                    'wait_s'):
+            row['model_' + key] = model.get(key) if model else None
+    else:
+        row['iops_budget'] = None
+    if loop:
+        stat = block_stat(loop, sys_block)
+        budget = row.get('iops_budget') or 0
+        row.update(stat)
+        row.update(read_iops_limit=budget, write_iops_limit=budget,
+                   throttle_passed_reads=stat['reads'],
+                   throttle_passed_writes=stat['writes'])
+    return row
+
+
+def device_rows(specs, **kwargs):
+    return [device_row(spec, **kwargs) for spec in specs]
+
+
+def _budget(row):
+    if row['model'] == 'none':
+        return '-'
+    if not row.get('model_alive'):
+        return 'DEAD'
+    return '%g IOPS' % row['iops_budget']
 
 
 def table(rows):
-    lines = ['%-6s %-4s %-11s %-10s %9s %9s %9s' % (
-        'device', 'cls', 'loop', 'IOPS r/w', 'reads', 'writes', 'busy s')]
+    lines = ['%-6s %-4s %-11s %-9s %-10s %9s %9s %8s %8s' % (
+        'device', 'cls', 'loop', 'model', 'budget', 'reads', 'writes',
+        'flushes', 'busy s')]
     for r in rows:
         if not r['loop']:
-            lines.append('%-6s %-4s DETACHED' % (r['device'], r['class']))
+            lines.append('%-6s %-4s %-11s %-9s %-10s' % (
+                r['device'], r['class'], 'DETACHED', r['model'],
+                _budget(r)))
             continue
-        limit = '%s/%s' % (r['read_iops_limit'] or '-',
-                           r['write_iops_limit'] or '-')
-        lines.append('%-6s %-4s %-11s %-10s %9d %9d %9.1f' % (
-            r['device'], r['class'], r['loop'], limit, r['reads'],
-            r['writes'], r['busy_ms'] / 1000.0))
+        flushes = '-' if r['flushes'] is None else str(r['flushes'])
+        lines.append('%-6s %-4s %-11s %-9s %-10s %9d %9d %8s %8.1f' % (
+            r['device'], r['class'], r['loop'], r['model'], _budget(r),
+            r['reads'], r['writes'], flushes, r['busy_ms'] / 1000.0))
+    models = [r for r in rows if r['model'] != 'none']
+    if models:
+        bps = {r.get('bps_budget') for r in models if r.get('model_alive')}
+        extra = ' + size at %s' % ', '.join(
+            '%g MiB/s' % (b / 1048576.0) for b in sorted(bps) if b) \
+            if any(bps) else ''
+        lines.append('fuse-fifo: one FIFO budget a device that its reads, '
+                     'writes and flushes share (1/IOPS s an I/O%s); '
+                     'tools/saio.d/hdd-model.c' % extra)
     return '\n'.join(lines)
 
 
 def main(argv):
-    blkio, args = argv[0], argv[1:]
-    as_json = '--json' in args
-    rows = device_rows(blkio, [a for a in args if a != '--json'])
+    as_json = '--json' in argv
+    rows = device_rows([a for a in argv if a != '--json'])
     print(json.dumps(rows, indent=1) if as_json else table(rows))
     return 0
 
