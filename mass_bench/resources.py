@@ -275,7 +275,23 @@ def _attached(row):
 def _class_sums():
     return dict.fromkeys(('devices', 'reads', 'writes', 'busy_ms',
                           'read_limit', 'read_passed', 'write_limit',
-                          'write_passed'), 0)
+                          'write_passed', 'budget', 'served'), 0)
+
+
+# What a device model's one budget pays for: the daemon's own counts of
+# the requests it served (tools/saio.d/hdd-model.c).
+MODEL_COUNTERS = ('model_reads', 'model_writes', 'model_syncs')
+
+
+def model_served(was, new):
+    """I/Os a device's model served between two rows of it, or None when
+    it has no model or the daemon was restarted in between."""
+    if not new.get('iops_budget') or was.get('model_pid') != \
+            new.get('model_pid') or any(
+                k not in was or k not in new for k in MODEL_COUNTERS):
+        return None
+    served = sum(new[k] - was[k] for k in MODEL_COUNTERS)
+    return served if served >= 0 else None
 
 
 def device_rates(before, after, seconds):
@@ -285,8 +301,10 @@ def device_rates(before, after, seconds):
     the class's devices are throttled, {'iops': I/Os that passed the
     throttle per second, 'limit': the sum of their IOPS limits, 'pct':
     iops as a percentage of limit} as 'read_throttle' and
-    'write_throttle' (None where not throttled).  None without both
-    lists."""
+    'write_throttle' (None where not throttled), and where the devices
+    have a model with one budget (the hetero profile's HDD class) the
+    same for all the I/Os it served, reads, writes and flushes together,
+    as 'budget' (else None).  None without both lists."""
     if before is None or after is None or seconds <= 0:
         return None
     old = {(r.get('server'), r.get('device')): _attached(r) for r in before}
@@ -300,6 +318,10 @@ def device_rates(before, after, seconds):
         if min(delta.values()) < 0:
             continue  # counters reset: the loop device was set up again
         c = sums.setdefault(row['class'], _class_sums())
+        served = model_served(was, new)
+        if served is not None:
+            c['budget'] += new['iops_budget']
+            c['served'] += served
         c['devices'] += 1
         c['busy_ms'] += delta['busy_ms']
         for op, plural in DIRECTIONS:
@@ -321,6 +343,10 @@ def device_rates(before, after, seconds):
             entry['%s_throttle' % op] = {
                 'iops': iops, 'limit': limit,
                 'pct': 100.0 * iops / limit} if limit else None
+        entry['budget'] = {
+            'iops': c['served'] / seconds, 'limit': c['budget'],
+            'pct': 100.0 * c['served'] / seconds / c['budget']} \
+            if c['budget'] else None
         out[cls] = entry
     return out
 
@@ -400,7 +426,8 @@ def _row(resources, classes):
         d = devices.get(cls) or {}
         cells += [_iops(d.get('read_iops')), _iops(d.get('write_iops')),
                   _pct(d.get('busy_pct')), _throttle(d.get('read_throttle')),
-                  _throttle(d.get('write_throttle'))]
+                  _throttle(d.get('write_throttle')),
+                  _throttle(d.get('budget'))]
     return cells
 
 
@@ -419,6 +446,9 @@ def format_line(resources):
         text += '; %s r/w %s/%s IOPS, %s busy' % (
             cls, _iops(d['read_iops']), _iops(d['write_iops']),
             _pct(d['busy_pct']))
+        if d.get('budget'):
+            text += ', all I/Os %s of its budget' % _throttle(d['budget'])
+            continue
         for op, _ in DIRECTIONS:
             if d['%s_throttle' % op]:
                 text += ', %ss %s of limit' % (
@@ -432,13 +462,16 @@ def format_table(by_mode):
     head = ['mode', 'CPU busy', 'iowait']
     for cls in classes:
         head += ['%s r/s' % cls, '%s w/s' % cls, '%s busy' % cls,
-                 '%s r limit' % cls, '%s w limit' % cls]
+                 '%s r limit' % cls, '%s w limit' % cls,
+                 '%s budget' % cls]
     rows = [head] + [['default*' if mode == 'control' else mode] +
                      _row(r, classes) for mode, r in by_mode.items()]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ['where the time went (median over each mode\'s runs): CPU of '
-             'all cores; device IOPS per class, utilisation, and IOPS '
-             'through the throttle = share of its limit']
+             'all cores; device IOPS per class, utilisation, IOPS '
+             'through the throttle = share of its limit, and for a '
+             'device model with one budget all the I/Os it served = '
+             'share of that budget']
     lines += ['  '.join(cell.rjust(w) if i else cell.ljust(w)
                         for i, (cell, w) in enumerate(zip(r, widths)))
               for r in rows]

@@ -198,7 +198,8 @@ def hdd(writes, passed):
         'busy_pct': 60.0,
         'read_throttle': {'iops': 0.0, 'limit': 150, 'pct': 0.0},
         'write_throttle': {'iops': 140.0, 'limit': 150,
-                           'pct': pytest.approx(93.333, abs=0.01)}}}),
+                           'pct': pytest.approx(93.333, abs=0.01)},
+        'budget': None}}),
     ([None, None], None),  # the plain profile
 ])
 def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,

@@ -54,14 +54,31 @@ def test_device_rates_per_class():
     assert rates == {
         'ssd': {'devices': 2, 'read_iops': 80.0, 'write_iops': 300.0,
                 'busy_pct': 20.0, 'read_throttle': None,
-                'write_throttle': None},
+                'write_throttle': None, 'budget': None},
         'hdd': {'devices': 2, 'read_iops': 10.0, 'write_iops': 260.0,
                 'busy_pct': 85.0,
                 'read_throttle': {'iops': 10.0, 'limit': 300,
                                   'pct': pytest.approx(3.333, abs=0.001)},
                 'write_throttle': {'iops': 278.0, 'limit': 300,
                                    'pct': pytest.approx(92.667,
-                                                        abs=0.001)}}}
+                                                        abs=0.001)},
+                'budget': None}}
+
+
+def modelled(row, pid, reads, writes, syncs, budget=150):
+    return dict(row, iops_budget=budget, model_pid=pid, model_reads=reads,
+                model_writes=writes, model_syncs=syncs)
+
+
+def test_a_device_models_one_budget_counts_every_io_it_served():
+    before = [modelled(BEFORE[2], 7, 100, 50, 10),
+              modelled(BEFORE[3], 8, 0, 0, 0)]
+    after = [modelled(AFTER[2], 7, 700, 450, 110),
+             # its daemon was restarted: its counts start again
+             modelled(AFTER[3], 9, 5, 5, 5)]
+    budget = resources.device_rates(before, after, 10.0)['hdd']['budget']
+    assert budget == {'iops': 110.0, 'limit': 150,
+                      'pct': pytest.approx(73.333, abs=0.001)}
 
 
 def test_device_rates_without_devices_or_after_a_reset():
@@ -147,11 +164,12 @@ def test_where_the_time_went_per_mode():
     table = resources.format_table(by_mode).splitlines()
     assert table[1].split() == [
         'mode', 'CPU', 'busy', 'iowait', 'hdd', 'r/s', 'hdd', 'w/s', 'hdd',
-        'busy', 'hdd', 'r', 'limit', 'hdd', 'w', 'limit', 'ssd', 'r/s', 'ssd',
-        'w/s', 'ssd', 'busy', 'ssd', 'r', 'limit', 'ssd', 'w', 'limit']
+        'busy', 'hdd', 'r', 'limit', 'hdd', 'w', 'limit', 'hdd', 'budget',
+        'ssd', 'r/s', 'ssd', 'w/s', 'ssd', 'busy', 'ssd', 'r', 'limit', 'ssd',
+        'w', 'limit', 'ssd', 'budget']
     assert table[2].split() == ['default', '40%', '30%', '10', '260', '85%',
-                                '10/s=3%', '278/s=93%', '80', '300', '20%',
-                                '-', '-']
+                                '10/s=3%', '278/s=93%', '-', '80', '300',
+                                '20%', '-', '-', '-']
     assert table[4].split()[0] == 'default*'
     plain = resources.format_table({'default': {
         'seconds': 10.0, 'cpu': {'busy_pct': 99.0, 'iowait_pct': 0.0},
