@@ -481,7 +481,7 @@ def test_the_bench_runs_on_the_hetero_profile(hetero, tmp_path):
          'dbdump:dump:dump=B,objects=12,concurrency=2,overwrite=1,'
          'warmup=0.5,size=16k',
          'backup:job:job=C,concurrency=2,warmup=0.5'],
-        tmp_path, ['--cycles', '1', '--seconds', '2'])
+        tmp_path, ['--cycles', '1', '--seconds', '2', '--settle', '1'])
     assert [r['mode'] for r in result['runs']] == [
         'default', 'default', 'static', 'mass']
     for run in result['runs']:
