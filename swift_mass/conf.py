@@ -362,6 +362,9 @@ class QueueConf(object):
         self.mount_check = config_true_value(conf.get('mount_check', 'true'))
         self.swift_dir = conf.get('swift_dir', '/etc/swift')
         self.bind_ip = conf.get('bind_ip', '0.0.0.0')
+        # the address the rings name this server by, as Swift's servers
+        # and replicators find their devices (swift.common.wsgi)
+        self.ring_ip = conf.get('ring_ip', self.bind_ip)
         self.bind_port = int_option(conf, section, 'bind_port', 6200, 1,
                                     65535)
         # Under servers_per_port one config serves every port its IP has

@@ -643,9 +643,10 @@ def device_name(dev):
 
 def ring_devices(swift_dir, local_to=None):
     """The names (:func:`device_name`) of every device in the object rings
-    of every storage policy, or with ``local_to=(bind_ip, bind_port)``
+    of every storage policy, or with ``local_to=(ring_ip, bind_port)``
     only of those this server serves (``bind_port`` None: every port of
-    ``bind_ip``, as under ``servers_per_port``)."""
+    ``ring_ip``, as under ``servers_per_port``; a server's ``ring_ip`` is
+    its ``bind_ip`` unless set)."""
     my_ips = None
     if local_to is not None:
         my_ips = whataremyips(local_to[0])

@@ -322,7 +322,7 @@ class MassQueueMiddleware(object):
 
     def _local_devices(self):
         return ring_devices(self.conf.swift_dir,
-                            local_to=(self.conf.bind_ip, self.conf.ring_port))
+                            local_to=(self.conf.ring_ip, self.conf.ring_port))
 
     def _queued(self, env, start_response, method, device, account, label,
                 app):

@@ -331,11 +331,9 @@ def test_coverage_is_unknown_while_redis_is_down():
     assert gens.uncovered(lambda: {'127.0.0.1:6210/sdb1'}) is None
 
 
-def test_ring_devices_of_a_server_per_port_are_found_by_ip(
-        tmp_path, monkeypatch):
-    # under servers_per_port each device has a port of its own; a server
-    # that looked for its bind_port alone registered one of its devices,
-    # and proxies never trusted generations
+def rings_of_two_servers(tmp_path, monkeypatch):
+    """A swift_dir whose three object rings hold an SSD- and an HDD-class
+    device on each of 127.0.0.1 and 127.0.0.2, a port each."""
     from swift.common.storage_policy import POLICIES
     from tests.unit.cli.test_queue import build
     from tests.unit.cli.test_rings import swift_conf
@@ -349,6 +347,15 @@ def test_ring_devices_of_a_server_per_port_are_found_by_ip(
                ('127.0.0.2', 6220, 'sdb2'), ('127.0.0.2', 6226, 'sdc2')]
     for ring in ('object', 'object-1', 'object-2'):
         build(swift_dir, ring, 2, devices)
+    return swift_dir
+
+
+def test_ring_devices_of_a_server_per_port_are_found_by_ip(
+        tmp_path, monkeypatch):
+    # under servers_per_port each device has a port of its own; a server
+    # that looked for its bind_port alone registered one of its devices,
+    # and proxies never trusted generations
+    swift_dir = rings_of_two_servers(tmp_path, monkeypatch)
     assert ring_devices(swift_dir, local_to=('127.0.0.1', None)) == {
         '127.0.0.1:6210/sdb1', '127.0.0.1:6216/sdc1'}
     assert ring_devices(swift_dir, local_to=('127.0.0.1', 6210)) == {
@@ -356,6 +363,20 @@ def test_ring_devices_of_a_server_per_port_are_found_by_ip(
     assert QueueConf({'servers_per_port': '1', 'bind_port': '6210'}
                      ).ring_port is None
     assert QueueConf({'bind_port': '6210'}).ring_port == 6210
+
+
+def test_an_object_server_registers_the_devices_of_its_ring_ip(
+        tmp_path, monkeypatch):
+    """mass_queue looked its devices up by bind_ip: on a node whose rings
+    name another address (ring_ip), none registered, and every proxy
+    validated every hit against the object servers forever."""
+    from swift_mass.obj import middleware as object_mw
+    swift_dir = rings_of_two_servers(tmp_path, monkeypatch)
+    mw = object_mw.MassQueueMiddleware(lambda env, start: [], {
+        'swift_dir': swift_dir, 'bind_ip': '0.0.0.0',
+        'ring_ip': '127.0.0.2', 'servers_per_port': '1'}, logger=Logger())
+    assert mw._local_devices() == {'127.0.0.2:6220/sdb2',
+                                   '127.0.0.2:6226/sdc2'}
 
 
 # -- no write tax: only the tenants whose method reads generations ----------

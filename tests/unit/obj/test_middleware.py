@@ -700,7 +700,7 @@ def test_every_option_is_documented_in_the_sample():
     assert 'adaptive_max_batch_slots' in conf.read
     # the object server's own options
     assert conf.read - documented == {'devices', 'mount_check', 'swift_dir',
-                                      'bind_ip', 'bind_port',
+                                      'bind_ip', 'ring_ip', 'bind_port',
                                       'servers_per_port'}
 
 
