@@ -3,7 +3,7 @@
 Urgent tenants get a reserved share of each device's slots on the object
 servers (``mass_queue``). Besides the object servers' ``urgent_tenants``, an
 operator marks a tenant urgent in its account, through a proxy running the
-``mass`` filter (``swift_mass.proxy.urgent``): an account POST by a reseller
+``mass`` filter (``swift_mass.proxy.marks``): an account POST by a reseller
 admin with ``X-Mass-Urgent: true`` marks it, ``false`` clears the mark, and a
 reseller admin's account HEAD shows ``X-Mass-Urgent: true`` or ``false``. A
 proxy that shows neither does not run Mass, or the credentials are not a

@@ -140,7 +140,7 @@ class MassQueueMiddleware(object):
       account (the path's) is in ``urgent_tenants`` or when the proxy marks
       its requests
       ``X-Backend-Mass-Urgent: true`` (an operator marked its account with
-      ``swift-mass urgent TENANT --on``; see ``swift_mass.proxy.urgent``).
+      ``swift-mass urgent TENANT --on``; see ``swift_mass.proxy.marks``).
     * With ``adaptive_slots``, each device's slot counts follow utilisation
       between bounds: doubling when the slots are busy and requests wait,
       shrinking by one when they are mostly idle.

@@ -15,7 +15,6 @@ A request the method does not act on goes to the app as it came (tags
 aside).
 """
 
-from swift.common.swob import wsgi_unquote
 from swift.common.utils import split_path
 
 
@@ -27,22 +26,6 @@ def object_path(env):
             env.get('PATH_INFO', ''), 4, 4, True)
     except ValueError:
         return None
-    return account, container, obj
-
-
-def copy_destination(env, account):
-    """The object a COPY writes: ``(account, container, object)``, or None
-    if its Destination header names none."""
-    dest = env.get('HTTP_DESTINATION')
-    if not dest:
-        return None
-    dest = wsgi_unquote(dest).lstrip('/')
-    container, _, obj = dest.partition('/')
-    if not container or not obj:
-        return None
-    dest_account = env.get('HTTP_DESTINATION_ACCOUNT')
-    if dest_account:
-        account = wsgi_unquote(dest_account)
     return account, container, obj
 
 
