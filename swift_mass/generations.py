@@ -329,6 +329,8 @@ class Generations(object):
         self.registered_until = 0.0
         self._registered_pid = None
         self._process = None
+        # a failed heartbeat is logged once, until one succeeds
+        self._heartbeat_failing = False
 
     def _client(self, url, timeout):
         return client_from_url(
@@ -582,8 +584,17 @@ class Generations(object):
                 args=self._epoch_args() + [
                     self.registration_ms, self.process(),
                     self.bumped_version or 0] + names)
-        except Exception:
+        except Exception as err:
+            if not self._heartbeat_failing:
+                self._heartbeat_failing = True
+                self.logger.warning(
+                    'mass generations: heartbeat failed (%s: %s); this '
+                    'process\'s registrations lapse until it succeeds' % (
+                        type(err).__name__, err))
             return False
+        if self._heartbeat_failing:
+            self._heartbeat_failing = False
+            self.logger.info('mass generations: heartbeat succeeds again')
         if names:
             # a second short of Redis's expiry, measured from before the
             # call: the registration surely lives until then
@@ -664,4 +675,5 @@ def ring_devices(swift_dir, local_to=None):
 
 
 def _text(value):
-    return value.decode('ascii') if isinstance(value, bytes) else value
+    # UTF-8: a tenant is a WSGI string, which redis-py sent as UTF-8
+    return value.decode('utf-8') if isinstance(value, bytes) else value

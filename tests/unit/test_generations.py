@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 import redis
+from swift.common.swob import str_to_wsgi
 from redis.crc import key_slot
 from redis.exceptions import RedisClusterException
 
@@ -396,6 +397,35 @@ def reader_of(prefix, clock=None):
 
 def covered(reader):
     return reader.uncovered(lambda: {DEVICE}, period=0) == frozenset()
+
+
+def test_a_tenant_named_beyond_ascii_stops_no_registration():
+    """The bumped set was decoded as ASCII: one tenant named in UTF-8
+    (Swift allows it) made every object server's heartbeat fail, so no
+    device stayed registered and nothing was trusted."""
+    tenant = str_to_wsgi('AUTH_caf\u00e9')  # as the paths name it
+    gens = trusting(Generations(REDIS_URL, Logger(),
+                                prefix='t:%s:' % uuid.uuid4().hex),
+                    tenants=('AUTH_t', tenant))
+    assert gens.bumped == {'AUTH_t', tenant}
+    assert gens.bumps_writes_of(tenant) and not gens.bumps_writes_of('x')
+    assert gens.read('k', tenant)[0] is not None
+
+
+def test_a_failing_heartbeat_is_logged_once_until_it_succeeds(gens):
+    real = gens._heartbeat
+
+    def refused(**kwargs):
+        raise redis.ResponseError('MISCONF no writes')
+    gens._heartbeat = refused
+    assert not gens.heartbeat() and not gens.heartbeat()
+    warned = [line for level, line in gens.logger.lines
+              if 'heartbeat failed' in line]
+    assert len(warned) == 1 and 'MISCONF' in warned[0]
+    gens._heartbeat = real
+    assert gens.heartbeat()
+    assert any('heartbeat succeeds again' in line
+               for _, line in gens.logger.lines)
 
 
 def test_a_tenant_not_bumped_is_never_trusted(gens):
