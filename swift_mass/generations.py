@@ -438,7 +438,14 @@ class Generations(object):
             return missing
         if not self.available():
             return None
-        required = sorted(required())
+        try:
+            required = sorted(required())
+        except Exception as err:
+            # a ring being replaced, or broken: unknown, so hits are
+            # validated against the object servers meanwhile
+            self.logger.warning('mass generations: the ring devices could '
+                                'not be read: %s' % err)
+            return None
         try:
             found = self._coverage_script(
                 keys=[self.bumper_prefix + name for name in required]) \
@@ -574,9 +581,11 @@ class Generations(object):
     def heartbeat(self):
         """Renew ``alive`` and, with the bumped set reloaded first, this
         process's registrations; whether Redis answered."""
-        names = sorted(self.names())
         began = self.clock()
         try:
+            # in the try: a ring replaced in place must not end the
+            # heartbeat for good
+            names = sorted(self.names())
             if names:
                 self.load_bumped()
             self._heartbeat(

@@ -412,6 +412,21 @@ def test_a_tenant_named_beyond_ascii_stops_no_registration():
     assert gens.read('k', tenant)[0] is not None
 
 
+def test_a_ring_that_cannot_be_read_ends_no_heartbeat_and_no_read(gens):
+    """A ring replaced in place raised out of the heartbeat, whose green
+    thread then ended for good; on a proxy, out of every cached read."""
+    def broken():
+        raise EOFError('Ran out of input')
+    gens.names = broken
+    assert gens.heartbeat() is False
+    gens.names = lambda: {DEVICE}
+    assert gens.heartbeat() is True
+    assert gens.uncovered(broken, period=0) is None
+    assert any('ring devices could not be read' in line
+               for _, line in gens.logger.lines)
+    assert gens.uncovered(lambda: {DEVICE}, period=0) == frozenset()
+
+
 def test_a_failing_heartbeat_is_logged_once_until_it_succeeds(gens):
     real = gens._heartbeat
 

@@ -179,6 +179,23 @@ def test_a_miss_shares_its_body_off_the_clients_path(prefix):
     assert (resp.body, resp.headers['X-Mass-Cache']) == (BODY, 'hit')
 
 
+def test_a_ring_that_cannot_be_read_turns_no_read_into_a_500(prefix):
+    swift = Swift()
+    mass, _, logger = make(prefix, swift)
+    put(mass)
+    cached(mass, swift)
+
+    def broken():
+        raise EOFError('Ran out of input')  # a ring replaced in place
+    method = mass.methods.cache
+    method.devices = broken
+    method.generations._coverage = (0.0, None, None)  # look again now
+    resp = call(mass)
+    assert (resp.status_int, resp.body) == (200, BODY)
+    # the generations cannot be trusted meanwhile: a HEAD validated it
+    assert 'cache.validated' in logger.counters
+
+
 def test_a_write_costs_the_proxy_no_redis_call(prefix):
     """The object servers bump (swift_mass.generations); the proxy only
     sends the write on."""
