@@ -243,6 +243,27 @@ class Agent(object):
         return {tenant: monitor.decision_figures(buckets.values())
                 for tenant, buckets in counts.items()}
 
+    def _decide(self, tenant, previous, own, now, pins, reference):
+        """:func:`controller.decide` for one tenant; an entry it cannot
+        read (a malformed one, in the table or in the account's sysmeta)
+        is decided on afresh, as if the tenant had none; None, logged, if
+        even that fails: one bad entry never stops the others'
+        decisions."""
+        for was in (previous, None):
+            try:
+                return controller.decide(tenant, was, own, now,
+                                         self.settings,
+                                         pin=pins.get(tenant),
+                                         reference=reference)
+            except Exception as err:
+                self.logger.warning(
+                    'mass decision: %s: cannot decide on %s (%s: %s)' % (
+                        tenant, 'its entry %r' % (was,) if was is not None
+                        else 'it', type(err).__name__, err))
+                if was is None:
+                    return None
+        return None
+
     def lead(self, now):
         """The leader's work (it holds the lease): decide, and write what
         changed."""
@@ -274,11 +295,13 @@ class Agent(object):
                     updates[tenant] = previous
                 continue
             own = figures.get(tenant, empty)
-            entry, reasons = controller.decide(
-                tenant, previous, own, now, self.settings,
-                pin=pins.get(tenant),
-                reference=lambda cls, own=own: controller.reference_latency(
-                    cls, totals, own, min_requests))
+            decided = self._decide(tenant, previous, own, now, pins,
+                                   lambda cls, own=own:
+                                   controller.reference_latency(
+                                       cls, totals, own, min_requests))
+            if decided is None:
+                continue
+            entry, reasons = decided
             for reason in reasons:
                 self.logger.info('mass decision: %s' % reason)
             if entry is None:

@@ -1,3 +1,5 @@
+import pytest
+
 from swift_mass.control import agent as agent_mod
 from swift_mass.control import controller, monitor
 from swift_mass.control.store import LocalStore, ResilientStore
@@ -206,6 +208,24 @@ def test_metrics_per_tenant_and_class_once_per_flush():
     agent.tick()
     assert logger.counts['class.write.ops.GET'] == 5
     assert not [m for m in logger.counts if 'lat' in m or 'size' in m]
+
+
+@pytest.mark.parametrize('bad', [
+    'read', {'class': 'read'}, {'class': 'read', 'method': 'cache',
+                                'since': 'yesterday', 'validated': False}])
+def test_one_malformed_entry_stops_no_one_elses_decision(bad):
+    """A malformed entry in one account's sysmeta raised out of the
+    leader's tick: no tenant was decided on, every interval."""
+    durable = Durable({'AUTH_bad': bad})
+    agent, _, logger = make(durable=durable)
+    load(agent, 'AUTH_bad', 95, 5)
+    load(agent, 'AUTH_good', 0, 80)
+    agent.tick()
+    assert agent.policy('AUTH_good')['class'] == 'write'
+    # the bad one is decided on afresh, from its load
+    assert agent.policy('AUTH_bad')['class'] == 'read'
+    assert any('AUTH_bad: cannot decide on its entry' in line
+               for line in logger.lines)
 
 
 def test_statsd_name():
