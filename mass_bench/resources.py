@@ -466,18 +466,25 @@ def format_table(by_mode):
                  '%s budget' % cls]
     rows = [head] + [['default*' if mode == 'control' else mode] +
                      _row(r, classes) for mode, r in by_mode.items()]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ['where the time went (median over each mode\'s runs): CPU of '
-             'all cores; device IOPS per class, utilisation, IOPS '
-             'through the throttle = share of its limit, and for a '
-             'device model with one budget all the I/Os it served = '
-             'share of that budget']
-    lines += ['  '.join(cell.rjust(w) if i else cell.ljust(w)
-                        for i, (cell, w) in enumerate(zip(r, widths)))
-              for r in rows]
-    if not classes:
-        lines.append('devices: not sampled (tools/saio devices needs the '
-                     'hetero profile)')
+    return _table(
+        'where the time went (median over each mode\'s runs): CPU of all '
+        'cores; device IOPS per class, utilisation, IOPS through the '
+        'throttle = share of its limit, and for a device model with one '
+        'budget all the I/Os it served = share of that budget', rows,
+        None if classes else 'devices: not sampled (tools/saio devices '
+        'needs the hetero profile)')
+
+
+def _table(title, rows, note=None):
+    """``title``, then ``rows`` (the first the head) in aligned columns,
+    then ``note`` if any."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [title] + ['  '.join(cell.rjust(w) if i else cell.ljust(w)
+                                 for i, (cell, w) in enumerate(zip(r,
+                                                                   widths)))
+                       for r in rows]
+    if note:
+        lines.append(note)
     return '\n'.join(lines)
 
 
@@ -508,18 +515,13 @@ def format_costs(by_mode):
                     [_cost(cpu.get(g), '%.3f') for g in groups] +
                     [_cost(ios.get(cls)) for cls in classes] +
                     [_cost(c.get('redis_commands'))])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ['cost per operation (median over each mode\'s runs): CPU '
-             'milliseconds of each process group, device I/Os per class '
-             'and Redis commands, each divided by the operations ALL '
-             'tenants completed in the window (not per tenant)']
-    lines += ['  '.join(cell.rjust(w) if i else cell.ljust(w)
-                        for i, (cell, w) in enumerate(zip(r, widths)))
-              for r in rows]
-    if not classes:
-        lines.append('device I/Os: not sampled (tools/saio devices needs '
-                     'the hetero profile)')
-    return '\n'.join(lines)
+    return _table(
+        'cost per operation (median over each mode\'s runs): CPU '
+        'milliseconds of each process group, device I/Os per class and '
+        'Redis commands, each divided by the operations ALL tenants '
+        'completed in the window (not per tenant)', rows,
+        None if classes else 'device I/Os: not sampled (tools/saio '
+        'devices needs the hetero profile)')
 
 
 def format_cost_line(costs):

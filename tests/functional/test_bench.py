@@ -23,7 +23,12 @@ def run_bench(tenants, out, options, timeout=300):
                           timeout=timeout)
     assert proc.returncode == 0, proc.stdout
     with open(os.path.join(str(out), 'results.json')) as fp:
-        return proc.stdout, json.load(fp)
+        # NaN and Infinity are no JSON: refuse them
+        return proc.stdout, json.load(fp, parse_constant=_refuse)
+
+
+def _refuse(name):
+    raise AssertionError('results.json holds %s' % name)
 
 
 def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):

@@ -2,12 +2,11 @@
 mass with a short settle: results.json holds every figure the summary,
 the costs per operation and what Mass did need, each number finite, and
 the plots are PNGs.  How fast anything is, is not a test's business."""
-import json
 import math
 import os
-import subprocess
 
-from tests.functional.conftest import ROOT, saio
+from tests.functional.conftest import saio
+from tests.functional.test_bench import run_bench
 
 TENANTS = ['photos:web:web=A,objects=4,warmup=0.5,size=64k',
            'backup:job:job=C,warmup=0.5']
@@ -16,22 +15,8 @@ GROUPS = {'load_generator', 'proxy', 'object', 'container', 'account',
           'redis', 'memcached'}
 
 
-def bench(out, options, timeout=300):
-    cmd = [os.path.join(ROOT, 'tools', 'bench'), '--out', str(out)] + \
-        list(options)
-    for tenant in TENANTS:
-        cmd += ['--tenant', tenant]
-    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True,
-                          timeout=timeout)
-    assert proc.returncode == 0, proc.stdout
-    with open(os.path.join(str(out), 'results.json')) as fp:
-        # NaN and Infinity are no JSON: refuse them
-        return proc.stdout, json.load(fp, parse_constant=_refuse)
-
-
-def _refuse(name):
-    raise AssertionError('results.json holds %s' % name)
+def bench(out, options):
+    return run_bench(TENANTS, out, options)
 
 
 def numbers(value, path='result'):
