@@ -303,9 +303,8 @@ class CacheMethod(base.Method):
         unless the object was written since (not asked under
         ``cache_ttl_only`` when no validity was read); whether it was
         stored."""
-        if validity is not None or not self.settings.ttl_only:
-            if self.validity(env, key)[0] != validity:
-                return False
+        if not self._still_current(env, key, validity):
+            return False
         entry = Entry(validity, headers, body)
         if self.local is not None:
             self.local.put(key, entry)
@@ -357,10 +356,15 @@ class CacheMethod(base.Method):
         self.spawn(self._share, shared, key, entry)
 
     def _share(self, env, key, entry):
-        if entry.validity is not None or not self.settings.ttl_only:
-            if self.validity(env, key)[0] != entry.validity:
-                return
-        self._body_call(env, 'put', key, entry)
+        if self._still_current(env, key, entry.validity):
+            self._body_call(env, 'put', key, entry)
+
+    def _still_current(self, env, key, validity):
+        """Whether no write overtook a body fetched under ``validity``
+        (not asked under ``cache_ttl_only`` when none was read)."""
+        if validity is None and self.settings.ttl_only:
+            return True
+        return self.validity(env, key)[0] == validity
 
     # -- reads ---------------------------------------------------------
 
