@@ -339,6 +339,14 @@ class MassMiddleware(object):
         self.agent.owner = worker_name()
         if self.sysmeta.cache is None:
             self.sysmeta.cache = env.get('swift.cache')
+        # The table is read once here, in the first request's time: without
+        # it a new worker (a second one, or one after a reload) would serve
+        # its first requests as if no tenant were classified, and a pinned
+        # writer's new container would land in the default policy.
+        try:
+            self.agent.refresh()
+        except Exception:
+            self.logger.exception('first read of the policy table')
         eventlet.spawn_n(self._run_loop)
 
     def _run_loop(self):

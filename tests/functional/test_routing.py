@@ -9,6 +9,7 @@ is removed when its test ends, whatever happens."""
 import contextlib
 import json
 import subprocess
+import time
 import uuid
 
 import boto3
@@ -27,6 +28,7 @@ from tests.functional.waiting import until
 SWIFT_DIR = '/etc/swift'
 WRITE_SUBSTORE = 'bulk'      # write_substore of the SAIO's [filter:mass]
 DEFAULT_POLICY = 'standard'
+SAIO_LOOP_INTERVAL = 1.0   # interval of the SAIO's [filter:mass]
 
 
 class Account(object):
@@ -85,6 +87,10 @@ def pinned(store, client, cls='write', ring=WRITE_SUBSTORE):
             assert client.create(probe).status_code == 201
             return client.policy(probe) == ring
         until(proxy_routes, 20, 'the proxy routing ' + account, 0.3)
+        # one worker routes; every other proxy worker reads the table
+        # within its loop's interval (1 s on the SAIO), or at its first
+        # request
+        time.sleep(2 * SAIO_LOOP_INTERVAL + 0.5)
         yield
     finally:
         swift_mass('unpin', account)

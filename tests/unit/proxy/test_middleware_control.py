@@ -344,3 +344,31 @@ def test_a_reseller_admins_head_is_counted_and_shows_the_mark():
     assert status.startswith('204') and headers['X-Mass-Urgent'] == 'true'
     (_, counts), = pending(mass).items()
     assert counts['ops.HEAD'] == 1
+
+
+def test_a_new_workers_first_request_follows_the_table():
+    # a worker's loop starts with its first request; before, that request
+    # (and every one until the loop's first tick) was tagged as if the
+    # table were empty, so a second proxy worker routed a pinned writer's
+    # new container to the default policy
+    store = LocalStore()
+    store.put_table({'AUTH_t': {
+        'class': 'write', 'ring': 'bulk', 'method': 'batch',
+        'pinned': True}})
+    backend = Backend()
+    mass = proxy.MassMiddleware(backend, {
+        'read_substore': 'fast', 'write_substore': 'bulk'}, store=store)
+    call(mass, method='PUT', path='/v1/AUTH_t/new')
+    headers, env = backend.requests[-1][2], backend.requests[-1][3]
+    assert headers['X-Backend-Mass-Class'] == 'write'
+    assert env['mass.policy']['ring'] == 'bulk'
+
+
+def test_a_first_refresh_that_fails_leaves_the_request_untouched():
+    class Down(LocalStore):
+        def table_changes(self, since):
+            raise ConnectionError('store down')
+    backend = Backend()
+    mass = proxy.MassMiddleware(backend, {}, store=Down())
+    assert call(mass, method='PUT', path='/v1/AUTH_t/new').status_int == 201
+    assert 'X-Backend-Mass-Class' not in backend.requests[-1][2]
