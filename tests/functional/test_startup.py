@@ -5,6 +5,8 @@ import subprocess
 
 import pytest
 
+from tests.functional.conftest import saio
+
 
 def start_with(conf_path, section, option, value, tmp_path, port):
     conf = configparser.RawConfigParser()
@@ -32,3 +34,15 @@ def test_bad_option_stops_startup(cluster, tmp_path, server, conf_path,
     assert proc.returncode != 0
     assert "[%s] %s = 'high' is not valid; allowed: an integer from 0 " \
         "to 9" % (section, option) in proc.stdout, proc.stdout
+
+
+def test_saio_mass_checks_an_option_before_any_proxy_sees_it(cluster):
+    before = open('/etc/swift/proxy-server.conf').read()
+    result = saio('mass', 'cache_budget_bytes=lots', check=False)
+    assert result.returncode != 0
+    assert "[filter:mass] cache_budget_bytes = 'lots' is not valid; " \
+        "allowed: an integer >= 1" in result.stdout, result.stdout
+    assert 'nothing was changed' in result.stdout
+    assert open('/etc/swift/proxy-server.conf').read() == before
+    shown = saio('mass').stdout
+    assert 'cache_budget_bytes = ' in shown, shown
