@@ -11,7 +11,10 @@ Correctness comes first; a stale read is a bug.
   a read that began before a write cannot put the old body back, and once
   a write has been acknowledged no proxy serves what it replaced.  The
   proxy trusts generations only while every device of its object rings
-  has an object server that bumps them.
+  has an object server that bumps them.  An object with no write recorded
+  (written before its tenant's writes were bumped, or its generation
+  expired) is filled from the newest replica (``X-Newest``): a replica
+  that missed a write acknowledged earlier never fills the cache.
 * **Without generations** (Redis unreachable or not to be trusted, a
   device without an object server that bumps, or ``store`` is not redis),
   a hit is served only after a HEAD of the object, sent to the backend with
@@ -523,6 +526,13 @@ class CacheMethod(base.Method):
         if storing:
             validity, written = read if read is not None else \
                 self._read(env, key)
+            if validity is not None and written is None:
+                # No write of this object was recorded since its tenant's
+                # writes were bumped: one made before may have missed the
+                # replica the proxy would read, and what is cached here is
+                # served by every proxy, where Swift alone would serve it
+                # only from that replica until replication repaired it.
+                env['HTTP_X_NEWEST'] = 'true'
         ctx = WSGIContext(app)
         app_iter = ctx._app_call(env)
         headers = [(k, v) for k, v in ctx._response_headers

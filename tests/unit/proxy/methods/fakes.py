@@ -49,6 +49,10 @@ class Swift(object):
         self.read_acl = {}
         self.requests = []
         self.during_get = None  # called between a GET's two chunks
+        #: what a replica that missed the newest writes holds, by path: a
+        #: read without X-Newest gets it, as when the proxy picks that
+        #: replica first
+        self.lagging = {}
 
     def object_requests(self, method=None):
         return [r for r in self.requests if r[1].count('/') == 4 and
@@ -143,6 +147,9 @@ class Swift(object):
         return headers
 
     def GET(self, req):
+        if req.path in self.lagging and \
+                req.headers.get('X-Newest', '').lower() != 'true':
+            return self.respond(req, self.lagging[req.path])
         return self.respond(req, self.objects.get(req.path))
 
     def respond(self, req, obj):

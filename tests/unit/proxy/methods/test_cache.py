@@ -117,6 +117,33 @@ def test_writes_through_another_proxy_are_seen(prefix):
     assert call(mass_a).status_int == 404
 
 
+def test_a_replica_that_missed_a_write_before_the_cache_fills_nothing(
+        prefix):
+    """A write made before the tenant had the cache records no write
+    timestamp; a replica that missed it (down during it) must not fill the
+    cache with the old version, which every proxy would then serve."""
+    mass, swift, _ = make(prefix)
+    swift.write(PATH, b'old')
+    old = swift.objects[PATH]
+    swift.write(PATH, b'new')  # acknowledged; one replica missed it
+    swift.lagging[PATH] = old
+    for _ in range(3):
+        resp = call(mass)
+        assert (resp.status_int, resp.body) == (200, b'new'), \
+            resp.headers.get('X-Mass-Cache')
+    assert resp.headers['X-Mass-Cache'] == 'hit'
+    gets = swift.object_requests('GET')
+    assert [r[3].get('X-Newest') for r in gets] == ['true']
+
+
+def test_a_recorded_write_needs_no_newest_replica(prefix):
+    mass, swift, _ = make(prefix)
+    put(mass, b'new')
+    cached(mass, swift)
+    assert [r[3].get('X-Newest') for r in swift.object_requests('GET')] \
+        == [None]
+
+
 def body_chunks(app, path=PATH):
     """The chunks a GET's answer is sent in."""
     req = Request.blank(path, environ={'swift.authorize':
