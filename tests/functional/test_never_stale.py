@@ -14,8 +14,12 @@ import uuid
 
 import redis
 
-from tests.functional.test_cache import PROXY, PROXY2, Load, admin, \
-    client, get_until_hit, pin, wait_for_method  # noqa: F401 (fixtures)
+from swift.common import direct_client
+from swift.common.storage_policy import POLICIES
+from swift.common.utils import Timestamp
+
+from tests.functional.test_cache import PROXY, PROXY2, Client, Load, \
+    admin, client, get_until_hit, pin, wait_for_method  # noqa: F401 (fixtures)
 from tests.functional.conftest import SAIO
 from tests.functional.waiting import until
 
@@ -287,3 +291,50 @@ def test_objects_swifts_own_daemons_delete_are_not_served(client):  # noqa: F811
             resp = client.request('GET', proxy, name)
             assert resp.status_code == 404, (
                 name, proxy, resp.status_code, dict(resp.headers))
+
+
+def test_a_replica_that_missed_a_write_before_the_cache_fills_nothing(
+        admin, store):  # noqa: F811
+    """A write acknowledged by two of three replicas before the tenant had
+    the cache records no write timestamp; the third replica still holds
+    the old version.  Swift alone serves it only to the reads that reach
+    that replica; the cache must not fill with it, or every proxy would
+    serve it as a hit."""
+    account = 'AUTH_mclag%s' % uuid.uuid4().hex[:8]
+    lagging = Client(admin, account, 'c')
+    assert lagging.request('PUT', PROXY).status_code in (201, 202)
+    policy = POLICIES.get_by_name(lagging.request('HEAD', PROXY).headers[
+        'X-Storage-Policy'])
+    ring = POLICIES.get_object_ring(int(policy), '/etc/swift')
+    part, nodes = ring.get_nodes(account, 'c', 'o')
+    assert len(nodes) == 3
+    try:
+        assert lagging.request('PUT', PROXY3, 'o',
+                               data=b'old').status_code == 201
+        # the newer version, as a PUT that reached two of the primaries
+        # (the third was down) writes it; no replicator runs on the SAIO
+        new = Timestamp.now().internal
+        for node in nodes[:2]:
+            direct_client.direct_put_object(
+                node, part, account, 'c', 'o', b'new',
+                headers={'X-Timestamp': new,
+                         'X-Backend-Storage-Policy-Index': str(int(policy)),
+                         'Content-Type': 'application/octet-stream'})
+        pin(account, 'cache')
+        wait_for_method(lagging, 'cache')
+        bodies = [lagging.request('GET', proxy, 'o')
+                  for _ in range(15) for proxy in (PROXY, PROXY2)]
+        served = {(r.status_code, r.content, r.headers.get('X-Mass-Cache'))
+                  for r in bodies}
+        print('reads of an object one replica lags on: %s' % sorted(served))
+        assert {(code, body) for code, body, _ in served} == {(200, b'new')}
+        assert any(how == 'hit' for _, _, how in served)
+    finally:
+        store.delete_pin(account)
+        lagging.request('DELETE', PROXY3, 'o')
+        for node in nodes[2:]:
+            direct_client.direct_delete_object(
+                node, part, account, 'c', 'o', headers={
+                    'X-Timestamp': Timestamp.now().internal,
+                    'X-Backend-Storage-Policy-Index': str(int(policy))})
+        lagging.request('DELETE', PROXY)
