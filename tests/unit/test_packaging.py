@@ -22,3 +22,11 @@ def test_egg_uris_load_through_paste(tmp_path):
     for name in ('mass', 'mass_queue'):
         factory = loadwsgi.loadfilter('config:%s' % conf, name=name)
         assert callable(factory)
+
+
+def test_the_installed_version_is_the_packages():
+    # setup.cfg reads the version from the package: an installed
+    # distribution that says another was built from another tree
+    from importlib.metadata import version
+    import swift_mass
+    assert version('swift_mass') == swift_mass.__version__
