@@ -1,16 +1,12 @@
 """tools/saio.d/devices.py, the rows of ``tools/saio devices``, on a fake
 /sys/block and fake models: the HDD-class devices' shared budget and the
 JSON keys the benchmark reads."""
-import importlib.util
 import json
 import os
 
-TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__))))), 'tools', 'saio.d')
-spec = importlib.util.spec_from_file_location(
-    'saio_devices', os.path.join(TEMPLATES, 'devices.py'))
-devices = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(devices)
+from tests.unit.tools import saio_helper
+
+devices = saio_helper('devices')
 
 MODEL = ('model fuse-fifo\npid 4242\niops 150\nbps 157286400\nreads 10\n'
          'read_bytes 40960\nwrites 20\nwrite_bytes 81920\nsyncs 5\n'

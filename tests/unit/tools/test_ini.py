@@ -1,18 +1,14 @@
 """tools/saio.d/ini.py, the INI editor of tools/saio, on copies of the
 SAIO's templates in tools/saio.d."""
 import configparser
-import importlib.util
 import os
 import shutil
 
 import pytest
 
-TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__))))), 'tools', 'saio.d')
-spec = importlib.util.spec_from_file_location(
-    'saio_ini', os.path.join(TEMPLATES, 'ini.py'))
-ini = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ini)
+from tests.unit.tools import TEMPLATES, saio_helper
+
+ini = saio_helper('ini')
 
 
 @pytest.fixture

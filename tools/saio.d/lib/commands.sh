@@ -1,0 +1,180 @@
+# shellcheck shell=bash
+# tools/saio: `pipeline`, `queue`, `mass`, `redis`, `destroy`
+# (sourced by tools/saio, which sets the globals and runs main)
+
+do_pipeline() {
+    [ $# -eq 1 ] || die "usage: tools/saio pipeline with|without"
+    local mode=$1 n files=()
+    case $mode in with|without) ;; *) die "usage: tools/saio pipeline with|without" ;; esac
+    require_root
+    require_setup
+    if [ "$mode" = with ]; then
+        local err
+        err=$(mass_importable 2>&1) || die "the Mass filters do not load with $PY: $(printf '%s' "$err" | tail -n1)"
+    fi
+    for n in "${NODES[@]}"; do files+=("$SWIFT_DIR/object-server/$n.conf"); done
+    apply_mass_mode "$mode" "$SWIFT_DIR/proxy-server.conf" "${files[@]}"
+    if [ -f "$SWIFT_DIR/$PROXY2_CONF" ]; then
+        apply_mass_mode "$mode" "$SWIFT_DIR/$PROXY2_CONF"
+    fi
+    marker_set mass "$mode"
+    say "pipelines now $(current_mass_mode) mass:"
+    grep -E '^[[:space:]]*pipeline[[:space:]]*=' "$SWIFT_DIR/proxy-server.conf" "$SWIFT_DIR/object-server/1.conf" \
+        $([ -f "$SWIFT_DIR/$PROXY2_CONF" ] && echo "$SWIFT_DIR/$PROXY2_CONF") |
+        sed "s|^$SWIFT_DIR/|saio:   |"
+    do_restart
+}
+
+do_queue() {  # [OPTION=VALUE ...]
+    require_root
+    require_setup
+    local n arg files=()
+    for n in "${NODES[@]}"; do files+=("$SWIFT_DIR/object-server/$n.conf"); done
+    if [ $# -eq 0 ]; then
+        "$PY" "$INI" show "${files[0]}" filter:mass_queue | sed 's/^/saio:   /'
+        return
+    fi
+    for arg in "$@"; do
+        [[ $arg =~ ^[a-z_]+=[^[:space:]]*$ ]] || die "queue: expected OPTION=VALUE, got '$arg'"
+    done
+    # the filter's own validation, before any server sees the change
+    "$PY" - "$@" <<'EOF' || die "queue: nothing was changed"
+import sys
+from swift_mass.conf import ConfigError
+from swift_mass.obj.middleware import MassQueueMiddleware
+conf = dict(arg.split('=', 1) for arg in sys.argv[1:])
+try:
+    MassQueueMiddleware(None, conf)
+except ConfigError as err:
+    sys.exit('saio: ERROR: %s' % err)
+EOF
+    for n in "${NODES[@]}"; do
+        "$PY" "$INI" set "$SWIFT_DIR/object-server/$n.conf" filter:mass_queue "$@" ||
+            die "queue: $SWIFT_DIR/object-server/$n.conf could not be changed"
+    done
+    say "[filter:mass_queue] of the object servers now:"
+    do_queue
+    do_restart
+}
+
+do_mass() {  # [OPTION=VALUE ...]
+    require_root
+    require_setup
+    local f files=("$SWIFT_DIR/proxy-server.conf")
+    [ ! -f "$SWIFT_DIR/$PROXY2_CONF" ] || files+=("$SWIFT_DIR/$PROXY2_CONF")
+    if [ $# -eq 0 ]; then
+        "$PY" "$INI" show "${files[0]}" filter:mass | sed 's/^/saio:   /'
+        return
+    fi
+    local arg
+    for arg in "$@"; do
+        [[ $arg =~ ^[a-z_]+=[^[:space:]]*$ ]] || die "mass: expected OPTION=VALUE, got '$arg'"
+    done
+    # the filter's own validation, before any proxy sees the change
+    "$PY" - "$@" <<'EOF' || die "mass: nothing was changed"
+import sys
+from swift_mass.conf import ConfigError, MassConf
+conf = dict(arg.split('=', 1) for arg in sys.argv[1:])
+try:
+    MassConf(conf)
+except ConfigError as err:
+    sys.exit('saio: ERROR: %s' % err)
+EOF
+    for f in "${files[@]}"; do
+        "$PY" "$INI" set "$f" filter:mass "$@" ||
+            die "mass: $f could not be changed"
+    done
+    say "[filter:mass] of the proxies with Mass now:"
+    do_mass
+    do_restart
+}
+
+# Mass's redis_url for each engine (tools/saio.d/redis-topology runs the
+# Sentinel set and the Cluster beside the SAIO's own Redis)
+redis_engine_url() {  # single|sentinel|cluster
+    case $1 in
+        single)   echo "redis://127.0.0.1:6379/0" ;;
+        sentinel) echo "redis+sentinel://127.0.0.1:26390,127.0.0.1:26391,127.0.0.1:26392/mass" ;;
+        cluster)  echo "redis+cluster://127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002" ;;
+        *) return 1 ;;
+    esac
+}
+
+# redis_url in the proxies' [filter:mass] (the second proxy's once it is
+# rendered) and every object server's [filter:mass_queue] under a config dir
+set_redis_url() {  # dir url
+    local dir=$1 url=$2 f files=("$1/proxy-server.conf") n
+    [ ! -f "$dir/$PROXY2_CONF" ] || files+=("$dir/$PROXY2_CONF")
+    for f in "${files[@]}"; do
+        "$PY" "$INI" set "$f" filter:mass "redis_url=$url" || die "redis_url: $f could not be changed"
+    done
+    for n in "${NODES[@]}"; do
+        f=$dir/object-server/$n.conf
+        "$PY" "$INI" set "$f" filter:mass_queue "redis_url=$url" || die "redis_url: $f could not be changed"
+    done
+}
+
+do_redis() {  # [single|sentinel|cluster]
+    local usage="usage: tools/saio redis [single|sentinel|cluster]"
+    require_root
+    require_setup
+    if [ $# -eq 0 ]; then
+        local engine
+        engine=$(marker_get redis)
+        say "Redis of the proxies and object servers: ${engine:-single}, $(redis_engine_url "${engine:-single}")"
+        return
+    fi
+    [ $# -eq 1 ] || die "$usage"
+    local kind=$1 url other
+    url=$(redis_engine_url "$kind") || die "$usage"
+    if [ "$kind" != single ]; then
+        if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+            apt_install redis-server redis-tools
+        fi
+        "$TEMPLATES/redis-topology" "$kind" up || die "redis: the $kind topology did not come up"
+    fi
+    set_redis_url "$SWIFT_DIR" "$url"
+    marker_set redis "$kind"
+    say "proxies and object servers now use $url"
+    do_restart
+    if [ "$kind" = single ]; then
+        for other in sentinel cluster; do
+            "$TEMPLATES/redis-topology" "$other" down >/dev/null 2>&1 || true
+        done
+    fi
+}
+
+do_destroy() {
+    local arg
+    for arg in "$@"; do die "destroy: unknown option $arg"; done
+    require_root
+    if [ ! -f "$MARKER" ]; then
+        if [ -e "$SWIFT_DIR" ]; then
+            die "$SWIFT_DIR was not created by tools/saio (no $MARKER); not touching it or the storage"
+        fi
+        warn "no $SWIFT_DIR: cleaning up storage left by tools/saio, if any"
+    fi
+    if command -v swift-init >/dev/null 2>&1 && { any_server_answers || swift-init main status >/dev/null 2>&1; }; then
+        do_stop
+    fi
+    teardown_devices
+    rm -rf "$DEVICE_IMAGES"
+    if mountpoint -q "$MNT" 2>/dev/null; then
+        umount "$MNT" || die "umount $MNT failed"
+        say "unmounted $MNT"
+    fi
+    local n
+    for n in "${NODES[@]}"; do
+        [ -L "/srv/$n" ] && rm -f "/srv/$n"
+        [ -d "$MNT/$n" ] && rm -rf "${MNT:?}/$n"  # plain-directory fallback
+    done
+    rmdir "$MNT" 2>/dev/null || true
+    rm -f "$DISK_IMG"
+    rm -rf /var/cache/swift /var/cache/swift2 /var/cache/swift3 /var/cache/swift4 /var/run/swift
+    if [ -f "$RSYSLOG_CONF" ] && grep -q 'tools/saio' "$RSYSLOG_CONF"; then
+        rm -f "$RSYSLOG_CONF"
+        [ -n "$(rsyslogd_pid)" ] && start_rsyslogd restart >/dev/null
+    fi
+    [ -f "$MARKER" ] && rm -rf "$SWIFT_DIR"
+    say "destroyed (logs in $LOG_DIR kept; memcached and Redis left running)"
+}

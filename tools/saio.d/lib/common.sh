@@ -1,0 +1,121 @@
+# shellcheck shell=bash
+# tools/saio: messages, probes of what answers, the marker file
+# (sourced by tools/saio, which sets the globals and runs main)
+
+# ---------------------------------------------------------------- messages
+
+say()  { printf 'saio: %s\n' "$*"; }
+warn() { printf 'saio: WARNING: %s\n' "$*" >&2; }
+die()  { printf 'saio: ERROR: %s\n' "$*" >&2; exit 1; }
+
+loud_warning() {
+    {
+        echo
+        echo 'saio: ##################################################################'
+        echo 'saio: ##  WARNING WARNING WARNING WARNING WARNING WARNING WARNING     ##'
+        echo 'saio: ##################################################################'
+        local line
+        for line in "$@"; do echo "saio: ##  $line"; done
+        echo 'saio: ##################################################################'
+        echo
+    } >&2
+}
+
+require_root() {
+    [ "$(id -u)" -eq 0 ] || die "must be run as root (it installs packages, mounts, writes /etc/swift)"
+}
+
+
+# ---------------------------------------------------------------- probes
+
+http_code() {  # url [curl args...] -> prints the HTTP status (000 if none)
+    local url=$1; shift
+    curl -s -o /dev/null -m 3 -w '%{http_code}' "$@" "$url" 2>/dev/null || true
+}
+
+healthy() {  # ip port
+    [ "$(http_code "http://$1:$2/healthcheck")" = 200 ]
+}
+
+memcached_ok() {
+    timeout 3 bash -c '
+        exec 3<>/dev/tcp/127.0.0.1/11211 || exit 1
+        printf "version\r\n" >&3
+        IFS= read -r line <&3 || exit 1
+        [[ $line == VERSION* ]]' 2>/dev/null
+}
+
+memcached_flush() {
+    timeout 3 bash -c '
+        exec 3<>/dev/tcp/127.0.0.1/11211 || exit 1
+        printf "flush_all\r\n" >&3
+        IFS= read -r line <&3 || exit 1
+        [[ $line == OK* ]]' 2>/dev/null
+}
+
+redis_cmd() {  # command... ; prints the reply's first line
+    if command -v redis-cli >/dev/null 2>&1; then
+        timeout 5 redis-cli -h 127.0.0.1 -p 6379 "$@" 2>/dev/null | head -n1
+    else
+        # Inline command over /dev/tcp (enough for PING / FLUSHDB).
+        timeout 5 bash -c '
+            exec 3<>/dev/tcp/127.0.0.1/6379 || exit 1
+            printf "%s\r\n" "$*" >&3
+            IFS= read -r line <&3 || exit 1
+            printf "%s\n" "$line"' _ "$@" 2>/dev/null | tr -d '\r' | sed 's/^[+]//'
+    fi
+}
+
+redis_ok() {
+    [ "$(redis_cmd PING || true)" = PONG ]
+}
+
+storage_mounted() {  # is the XFS image mounted at $MNT?
+    mountpoint -q "$MNT" 2>/dev/null &&
+        [ "$(findmnt -n -o FSTYPE --target "$MNT" 2>/dev/null)" = xfs ]
+}
+
+marker_get() {  # key -> value from the marker file
+    [ -f "$MARKER" ] || return 0
+    sed -n "s/^$1=//p" "$MARKER" | tail -n1
+}
+
+marker_set() {  # key value
+    if grep -q "^$1=" "$MARKER" 2>/dev/null; then
+        sed -i "s|^$1=.*|$1=$2|" "$MARKER"
+    else
+        echo "$1=$2" >>"$MARKER"
+    fi
+}
+
+# "with" / "without" / "mixed" / "none" according to the installed pipelines
+current_mass_mode() {
+    local files=("$SWIFT_DIR/proxy-server.conf") with=0 without=0 f n
+    if [ -f "$SWIFT_DIR/$PROXY2_CONF" ]; then files+=("$SWIFT_DIR/$PROXY2_CONF"); fi
+    for n in "${NODES[@]}"; do files+=("$SWIFT_DIR/object-server/$n.conf"); done
+    for f in "${files[@]}"; do
+        [ -f "$f" ] || { echo none; return; }
+        if grep -Eq '^[[:space:]]*pipeline[[:space:]]*=.*[[:space:]](mass|mass_queue)([[:space:]]|$)' "$f"; then
+            with=$((with + 1))
+        else
+            without=$((without + 1))
+        fi
+    done
+    if [ "$without" -eq 0 ]; then echo with
+    elif [ "$with" -eq 0 ]; then echo without
+    else echo mixed; fi
+}
+
+mass_importable() {  # also checks the paste entry points are registered
+    (cd / && "$PY" - <<'EOF'
+import sys
+from importlib import metadata
+import swift_mass.proxy.middleware, swift_mass.obj.middleware  # noqa
+eps = {e.name for e in metadata.distribution('swift_mass').entry_points
+       if e.group == 'paste.filter_factory'}
+missing = {'mass', 'mass_queue'} - eps
+if missing:
+    sys.exit('entry points missing: %s' % ', '.join(sorted(missing)))
+EOF
+    )
+}
