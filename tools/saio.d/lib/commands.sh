@@ -25,68 +25,57 @@ do_pipeline() {
     do_restart
 }
 
-do_queue() {  # [OPTION=VALUE ...]
-    require_root
-    require_setup
-    local n arg files=()
-    for n in "${NODES[@]}"; do files+=("$SWIFT_DIR/object-server/$n.conf"); done
+# set_filter_options NAME SECTION CHECK WHAT FILE... -- [OPTION=VALUE ...]:
+# without options show SECTION of the first FILE; with them, check them
+# with CHECK (Python taking `conf`, a dict, raising ConfigError: the
+# filter's own validation, before any server sees the change), set them in
+# every FILE, show them and restart
+set_filter_options() {
+    local name=$1 section=$2 check=$3 what=$4 files=() arg f
+    shift 4
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do files+=("$1"); shift; done
+    shift
     if [ $# -eq 0 ]; then
-        "$PY" "$INI" show "${files[0]}" filter:mass_queue | sed 's/^/saio:   /'
+        "$PY" "$INI" show "${files[0]}" "$section" | sed 's/^/saio:   /'
         return
     fi
     for arg in "$@"; do
-        [[ $arg =~ ^[a-z_]+=[^[:space:]]*$ ]] || die "queue: expected OPTION=VALUE, got '$arg'"
+        [[ $arg =~ ^[a-z_]+=[^[:space:]]*$ ]] || die "$name: expected OPTION=VALUE, got '$arg'"
     done
-    # the filter's own validation, before any server sees the change
-    "$PY" - "$@" <<'EOF' || die "queue: nothing was changed"
+    "$PY" - "$check" "$@" <<'EOF' || die "$name: nothing was changed"
 import sys
-from swift_mass.conf import ConfigError
-from swift_mass.obj.middleware import MassQueueMiddleware
-conf = dict(arg.split('=', 1) for arg in sys.argv[1:])
+from swift_mass.conf import ConfigError, MassConf  # noqa: F401 (in CHECK)
+from swift_mass.obj.middleware import MassQueueMiddleware  # noqa: F401
+conf = dict(arg.split('=', 1) for arg in sys.argv[2:])
 try:
-    MassQueueMiddleware(None, conf)
+    exec(sys.argv[1])
 except ConfigError as err:
     sys.exit('saio: ERROR: %s' % err)
 EOF
-    for n in "${NODES[@]}"; do
-        "$PY" "$INI" set "$SWIFT_DIR/object-server/$n.conf" filter:mass_queue "$@" ||
-            die "queue: $SWIFT_DIR/object-server/$n.conf could not be changed"
+    for f in "${files[@]}"; do
+        "$PY" "$INI" set "$f" "$section" "$@" || die "$name: $f could not be changed"
     done
-    say "[filter:mass_queue] of the object servers now:"
-    do_queue
+    say "[$section] of $what now:"
+    "$PY" "$INI" show "${files[0]}" "$section" | sed 's/^/saio:   /'
     do_restart
+}
+
+do_queue() {  # [OPTION=VALUE ...]
+    require_root
+    require_setup
+    local n files=()
+    for n in "${NODES[@]}"; do files+=("$SWIFT_DIR/object-server/$n.conf"); done
+    set_filter_options queue filter:mass_queue 'MassQueueMiddleware(None, conf)' \
+        'the object servers' "${files[@]}" -- "$@"
 }
 
 do_mass() {  # [OPTION=VALUE ...]
     require_root
     require_setup
-    local f files=("$SWIFT_DIR/proxy-server.conf")
+    local files=("$SWIFT_DIR/proxy-server.conf")
     [ ! -f "$SWIFT_DIR/$PROXY2_CONF" ] || files+=("$SWIFT_DIR/$PROXY2_CONF")
-    if [ $# -eq 0 ]; then
-        "$PY" "$INI" show "${files[0]}" filter:mass | sed 's/^/saio:   /'
-        return
-    fi
-    local arg
-    for arg in "$@"; do
-        [[ $arg =~ ^[a-z_]+=[^[:space:]]*$ ]] || die "mass: expected OPTION=VALUE, got '$arg'"
-    done
-    # the filter's own validation, before any proxy sees the change
-    "$PY" - "$@" <<'EOF' || die "mass: nothing was changed"
-import sys
-from swift_mass.conf import ConfigError, MassConf
-conf = dict(arg.split('=', 1) for arg in sys.argv[1:])
-try:
-    MassConf(conf)
-except ConfigError as err:
-    sys.exit('saio: ERROR: %s' % err)
-EOF
-    for f in "${files[@]}"; do
-        "$PY" "$INI" set "$f" filter:mass "$@" ||
-            die "mass: $f could not be changed"
-    done
-    say "[filter:mass] of the proxies with Mass now:"
-    do_mass
-    do_restart
+    set_filter_options mass filter:mass 'MassConf(conf)' \
+        'the proxies with Mass' "${files[@]}" -- "$@"
 }
 
 # Mass's redis_url for each engine (tools/saio.d/redis-topology runs the

@@ -37,20 +37,27 @@ healthy() {  # ip port
     [ "$(http_code "http://$1:$2/healthcheck")" = 200 ]
 }
 
-memcached_ok() {
+memcached_ask() {  # command reply-prefix: whether memcached answers so
     timeout 3 bash -c '
         exec 3<>/dev/tcp/127.0.0.1/11211 || exit 1
-        printf "version\r\n" >&3
+        printf "%s\r\n" "$1" >&3
         IFS= read -r line <&3 || exit 1
-        [[ $line == VERSION* ]]' 2>/dev/null
+        [[ $line == "$2"* ]]' _ "$1" "$2" 2>/dev/null
 }
 
-memcached_flush() {
-    timeout 3 bash -c '
-        exec 3<>/dev/tcp/127.0.0.1/11211 || exit 1
-        printf "flush_all\r\n" >&3
-        IFS= read -r line <&3 || exit 1
-        [[ $line == OK* ]]' 2>/dev/null
+memcached_ok() { memcached_ask version VERSION; }
+memcached_flush() { memcached_ask flush_all OK; }
+
+# answers_within TRIES DELAY WHAT PROBE...: wait until PROBE succeeds
+# (saying so) or die saying WHAT does not answer
+answers_within() {
+    local tries=$1 delay=$2 what=$3
+    shift 3
+    for _ in $(seq 1 "$tries"); do
+        "$@" && { say "$what answers"; return 0; }
+        sleep "$delay"
+    done
+    die "$what was started but does not answer"
 }
 
 redis_cmd() {  # command... ; prints the reply's first line

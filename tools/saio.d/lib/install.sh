@@ -76,11 +76,7 @@ ensure_redis() {  # [install]: may apt-get install redis-server
     say "starting redis-server on 127.0.0.1:6379"
     daemon redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null ||
         die "redis-server failed to start"
-    for _ in $(seq 1 20); do
-        redis_ok && { say "Redis answers on 127.0.0.1:6379"; return 0; }
-        sleep 0.5
-    done
-    die "redis-server started but 127.0.0.1:6379 does not answer PING"
+    answers_within 20 0.5 "Redis on 127.0.0.1:6379" redis_ok
 }
 
 # `pip install` does not refresh pyenv's shims, and $PY's scripts directory

@@ -69,11 +69,7 @@ ensure_memcached() {
     id -u memcache >/dev/null 2>&1 || user=nobody
     say "starting memcached on 127.0.0.1:11211"
     daemon memcached -d -u "$user" -l 127.0.0.1 -p 11211 -m 128 || die "memcached failed to start"
-    for _ in $(seq 1 20); do
-        memcached_ok && { say "memcached answers on 127.0.0.1:11211"; return 0; }
-        sleep 0.25
-    done
-    die "memcached started but 127.0.0.1:11211 does not answer"
+    answers_within 20 0.25 "memcached on 127.0.0.1:11211" memcached_ok
 }
 
 ensure_storage() {
