@@ -112,7 +112,8 @@ import urllib.parse
 from swiftclient.client import get_auth
 
 from mass_bench import policy_table, resources, rings, workloads
-from mass_bench.ratios import control_spread, geometric_mean, ratio_summary
+from mass_bench.ratios import abba, control_spread, geometric_mean, \
+    ratio_summary
 from swift_mass.control.store import shared_store
 
 MODES = ('default', 'static', 'mass')
@@ -745,10 +746,8 @@ class Bench(object):
     def compare(self, modes, cycles, control=True):
         """ABBA cycles of `modes` (each cycle also runs 'default' twice
         when `control`); per tenant and mode ratios against default."""
-        order = list(modes)
         runs = []
-        for cycle in range(cycles):
-            sequence = order if cycle % 2 == 0 else order[::-1]
+        for cycle, sequence in enumerate(abba(modes, cycles)):
             if control and 'default' in sequence:
                 # the A/A control runs right after its twin
                 i = sequence.index('default')

@@ -27,6 +27,21 @@ SEED = 20240601
 CONFIDENCE = 0.95
 
 
+def abba(items, cycles):
+    """The order of ``items`` in each of ``cycles`` cycles: as given in
+    the even ones, reversed in the odd ones (A B, B A, A B, ...), so that
+    a drift of the machine falls on every item alike."""
+    items = list(items)
+    return [items if cycle % 2 == 0 else items[::-1]
+            for cycle in range(cycles)]
+
+
+def median(values):
+    """The median of the values that are not None; None if none is."""
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
 def quantile(ordered, fraction):
     """The ``fraction`` quantile of the sorted list ``ordered``, by linear
     interpolation between the closest ranks."""

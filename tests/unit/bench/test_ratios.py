@@ -154,3 +154,15 @@ def test_the_summary_table_shows_intervals_spreads_and_the_geo_mean():
     assert lines[spread + 1].split()[:3] == ['(all)', '0.984-1.016', '|']
     assert lines[spread + 3].split()[:2] == ['photos', '0.980-1.020']
     assert lines[spread + 4].split()[0] == 'geo-mean'
+
+
+def test_abba_reverses_every_other_cycle():
+    assert ratios.abba(('default', 'static', 'mass'), 3) == [
+        ['default', 'static', 'mass'], ['mass', 'static', 'default'],
+        ['default', 'static', 'mass']]
+    assert ratios.abba((), 2) == [[], []]
+
+
+def test_median_skips_what_was_not_measured():
+    assert ratios.median([3, None, 1, 2]) == 2
+    assert ratios.median([None]) is None

@@ -1,18 +1,10 @@
-"""tools/bench-scale's pure parts: the spread of requests over tenants,
-the table it prints, its options."""
-import importlib.machinery
-import importlib.util
-import os
+"""mass_bench.scale's (tools/bench-scale's) pure parts: the spread of
+requests over tenants, the table it prints, its options."""
 import random
 
 import pytest
 
-TOOL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__))))), 'tools', 'bench-scale')
-loader = importlib.machinery.SourceFileLoader('bench_scale', TOOL)
-spec = importlib.util.spec_from_loader('bench_scale', loader)
-bench_scale = importlib.util.module_from_spec(spec)
-loader.exec_module(bench_scale)
+from mass_bench import scale as bench_scale
 
 
 def test_zipf_weights_are_cumulative_and_fall_with_rank():
