@@ -315,13 +315,22 @@ class QueueConf(object):
     each pool's bounds are its slot count; ``adaptive_interval``,
     ``adaptive_low`` and ``adaptive_high`` are then None.
 
+    ``server_conf``: the object server's own options (``devices``,
+    ``mount_check``, ``swift_dir``, ``bind_ip``, ``ring_ip``,
+    ``bind_port``, ``servers_per_port``) as the object server app was
+    given them; by default ``conf``'s.
+
     :raises ConfigError: naming the option and the values allowed.
     """
     section = 'filter:mass_queue'
 
-    def __init__(self, conf=None):
+    def __init__(self, conf=None, server_conf=None):
         conf = {} if conf is None else conf
+        server = conf if server_conf is None else server_conf
+        # an error names the section the value came from
         section = self.section
+        server_section = section if server_conf is None else \
+            'app:object-server'
         self.default_priority = int_option(
             conf, section, 'default_priority', tags.DEFAULT_PRIORITY,
             tags.PRIORITY_MIN, tags.PRIORITY_MAX)
@@ -358,20 +367,21 @@ class QueueConf(object):
         # The object server's own options, read as it reads them: a queue
         # only for a device it would serve, and the ring devices it
         # registers as bumping generations.
-        self.devices = conf.get('devices', '/srv/node')
-        self.mount_check = config_true_value(conf.get('mount_check', 'true'))
-        self.swift_dir = conf.get('swift_dir', '/etc/swift')
-        self.bind_ip = conf.get('bind_ip', '0.0.0.0')
+        self.devices = server.get('devices', '/srv/node')
+        self.mount_check = config_true_value(
+            server.get('mount_check', 'true'))
+        self.swift_dir = server.get('swift_dir', '/etc/swift')
+        self.bind_ip = server.get('bind_ip', '0.0.0.0')
         # the address the rings name this server by, as Swift's servers
         # and replicators find their devices (swift.common.wsgi)
-        self.ring_ip = conf.get('ring_ip', self.bind_ip)
-        self.bind_port = int_option(conf, section, 'bind_port', 6200, 1,
-                                    65535)
+        self.ring_ip = server.get('ring_ip', self.bind_ip)
+        self.bind_port = int_option(server, server_section, 'bind_port',
+                                    6200, 1, 65535)
         # Under servers_per_port one config serves every port its IP has
         # in the rings (one per device), so its devices are found by IP
         # alone, as Swift's replicator finds them.
-        servers_per_port = int_option(conf, section, 'servers_per_port', 0,
-                                      0)
+        servers_per_port = int_option(server, server_section,
+                                      'servers_per_port', 0, 0)
         self.ring_port = None if servers_per_port else self.bind_port
         # Generations (swift_mass.generations): off without a redis_url.
         self.redis_url = None

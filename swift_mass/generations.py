@@ -72,8 +72,18 @@ ways:
   reads its membership in the same script as the generation: once it is
   out no proxy trusts its generations, whatever table a proxy holds, and
   only then do object servers stop bumping its writes;
-* a process whose registration may have lapsed (its heartbeat failed for
-  longer than a registration lives) bumps every write again.
+* a process whose heartbeat failed, or whose registration may have lapsed
+  (no heartbeat got through for nearly as long as a registration lives),
+  bumps every write again, at once;
+* a registration Redis dropped while its process still relied on it (a
+  step forward of Redis's clock, an eviction) is found at the process's
+  next heartbeat, which replaces the epoch: writes in between may have
+  passed unbumped.
+
+Each deadline a process keeps for itself (a registration it trusts, a
+Redis it skips, coverage it looked up) is on its monotonic clock, which no
+step of the wall clock moves; what is compared with Redis's ``TIME``
+(``alive``, a registration's expiry) is compared in Redis's scripts.
 
 Redis errors never propagate; each outage is logged once.
 """
@@ -148,6 +158,8 @@ class Generations(object):
     :param timeout: seconds a reader waits to connect and for a reply.
     :param identify: ``identify(connection)`` -> the server's identity
         (:func:`redis_run_id`; the unit tests' fake Redis has its own).
+    :param clock: seconds on a clock no one sets (``time.monotonic``):
+        every deadline it measures is this process's own.
     """
 
     # A generation is written only when there is none (a lost key must
@@ -188,11 +200,29 @@ class Generations(object):
         return epoch
     """
     # ARGV[3] ms a registration lives, ARGV[4] this process, ARGV[5] the
-    # version of the bumped set it applies, ARGV[6..] names.  A field per
-    # process, "<version> <expiry ms, Redis's clock>"; expired ones go.
+    # version of the bumped set it applies, ARGV[6] how many names follow
+    # to register, then those, then the names whose registration the
+    # process relied on since its last heartbeat.  A field per process,
+    # "<version> <expiry ms, Redis's clock>"; expired ones go.  Returns the
+    # epoch, and 1 when a registration relied on had lapsed: the epoch is
+    # then new.
     _HEARTBEAT = _GAP + """
+        local registering = 6 + tonumber(ARGV[6])
+        local lapsed = 0
+        for i = registering + 1, #ARGV do
+            local mine = redis.call('HGET', KEYS[3] .. ARGV[i], ARGV[4])
+            local until_ms = tonumber(
+                string.match(mine or '', ' (%d+)$') or '0')
+            if until_ms < now then
+                lapsed = 1
+            end
+        end
+        if lapsed == 1 then
+            epoch = ARGV[1]
+            redis.call('SET', KEYS[1], epoch)
+        end
         local expires = now + tonumber(ARGV[3])
-        for i = 6, #ARGV do
+        for i = 7, registering do
             local key = KEYS[3] .. ARGV[i]
             local fields = redis.call('HGETALL', key)
             for j = 1, #fields, 2 do
@@ -205,7 +235,7 @@ class Generations(object):
             redis.call('HSET', key, ARGV[4], ARGV[5] .. ' ' .. expires)
             redis.call('PEXPIRE', key, ARGV[3])
         end
-        return epoch
+        return {epoch, lapsed}
     """
     # KEYS registrations of devices: per device the lowest version a live
     # process applies, or -1 when none is registered.
@@ -275,7 +305,7 @@ class Generations(object):
                  timeout=0.25, bump_wait=DEFAULT_BUMP_WAIT,
                  gap=DEFAULT_GAP, retry_after=DEFAULT_RETRY_AFTER,
                  repair_interval=DEFAULT_REPAIR_INTERVAL,
-                 identify=redis_run_id, clock=time.time,
+                 identify=redis_run_id, clock=time.monotonic,
                  spawn=eventlet.spawn_n, sleep=eventlet.sleep):
         self.logger = logger
         self.prefix = prefix = key_prefix(url, prefix)
@@ -328,6 +358,8 @@ class Generations(object):
         # forked after it is not registered, yet inherits both
         self.registered_until = 0.0
         self._registered_pid = None
+        # what that heartbeat registered
+        self._registered_names = ()
         self._process = None
         # a failed heartbeat is logged once, until one succeeds
         self._heartbeat_failing = False
@@ -489,12 +521,15 @@ class Generations(object):
     def bumps_writes_of(self, tenant):
         """Whether this object server bumps the writes of ``tenant``: the
         tenants of the set it applies, or everyone's until it has loaded
-        one, and again once its registration may have lapsed or, in a
-        worker forked since, was never made."""
-        if self.bumped is None or self.clock() >= self.registered_until \
-                or self._registered_pid != os.getpid():
-            return True
-        return tenant in self.bumped
+        one, and again once its heartbeat failed, its registration may
+        have lapsed or, in a worker forked since, was never made."""
+        return not self._relies_on_registration() or tenant in self.bumped
+
+    def _relies_on_registration(self):
+        # whether writes of tenants outside the bumped set pass unbumped
+        return self.bumped is not None and \
+            self.clock() < self.registered_until and \
+            self._registered_pid == os.getpid()
 
     def load_bumped(self):
         """Reload the bumped set if its version changed; whether this
@@ -580,30 +615,48 @@ class Generations(object):
 
     def heartbeat(self):
         """Renew ``alive`` and, with the bumped set reloaded first, this
-        process's registrations; whether Redis answered."""
+        process's registrations, replacing the epoch if Redis dropped one
+        this process relied on; whether Redis answered."""
         began = self.clock()
+        # Redis may have dropped a registration before this process's
+        # deadline (its clock stepped forward, the key evicted); only
+        # Redis's TIME can tell whether those it relied on lived.
+        relied = list(self._registered_names) \
+            if self._relies_on_registration() else []
         try:
             # in the try: a ring replaced in place must not end the
             # heartbeat for good
             names = sorted(self.names())
             if names:
                 self.load_bumped()
-            self._heartbeat(
+            _, lapsed = self._heartbeat(
                 keys=[self.epoch_key, self.alive_key, self.bumper_prefix],
                 args=self._epoch_args() + [
                     self.registration_ms, self.process(),
-                    self.bumped_version or 0] + names)
+                    self.bumped_version or 0, len(names)] + names + relied)
         except Exception as err:
+            # Redis may drop the registration before this process could
+            # tell: trust it no longer.
+            self.registered_until = 0.0
             if not self._heartbeat_failing:
                 self._heartbeat_failing = True
                 self.logger.warning(
                     'mass generations: heartbeat failed (%s: %s); this '
-                    'process\'s registrations lapse until it succeeds' % (
+                    'process bumps every write, and its registrations '
+                    'lapse, until it succeeds' % (
                         type(err).__name__, err))
             return False
         if self._heartbeat_failing:
             self._heartbeat_failing = False
             self.logger.info('mass generations: heartbeat succeeds again')
+        if int(lapsed):
+            self.logger.increment('generations.registration_lapsed')
+            self.logger.warning(
+                'mass generations: Redis dropped a registration of this '
+                'process before it expected (a step of Redis\'s clock, an '
+                'eviction), when writes may have passed unbumped: new '
+                'epoch, every cached body is invalid')
+        self._registered_names = names
         if names:
             # a second short of Redis's expiry, measured from before the
             # call: the registration surely lives until then
@@ -661,12 +714,13 @@ def device_name(dev):
     return '%s:%s/%s' % (dev['ip'], dev['port'], dev['device'])
 
 
-def ring_devices(swift_dir, local_to=None):
+def ring_devices(swift_dir, local_to=None, served=None):
     """The names (:func:`device_name`) of every device in the object rings
     of every storage policy, or with ``local_to=(ring_ip, bind_port)``
     only of those this server serves (``bind_port`` None: every port of
     ``ring_ip``, as under ``servers_per_port``; a server's ``ring_ip`` is
-    its ``bind_ip`` unless set)."""
+    its ``bind_ip`` unless set) and, with ``served``, for which
+    ``served(device)`` (the device's name on disk) is true."""
     my_ips = None
     if local_to is not None:
         my_ips = whataremyips(local_to[0])
@@ -678,6 +732,8 @@ def ring_devices(swift_dir, local_to=None):
                 continue
             if my_ips is not None and not is_local_device(
                     my_ips, local_to[1], dev['ip'], dev['port']):
+                continue
+            if served is not None and not served(dev['device']):
                 continue
             names.add(device_name(dev))
     return names

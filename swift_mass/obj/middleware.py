@@ -14,7 +14,7 @@ from swift.common.swob import HTTPException, HTTPServiceUnavailable, \
     Request, str_to_wsgi, wsgi_to_str
 from swift.common.utils import ClosingIterator, config_true_value, \
     get_logger
-from swift.common.wsgi import WSGIContext
+from swift.common.wsgi import WSGIContext, load_app_config
 
 from swift_mass import tags
 from swift_mass.conf import QueueConf
@@ -163,9 +163,10 @@ class MassQueueMiddleware(object):
     sent it, gives the object a new generation once the object server has
     written it and before its answer leaves (at most ``bump_wait_ms``
     later, whatever Redis does), and the filter registers the ring devices
-    it serves; the proxies' caches serve a body only while its generation
-    is unchanged, and trust generations only while every device of their
-    object rings is registered (``swift_mass.generations``).
+    it serves (those that pass Swift's device check); the proxies' caches
+    serve a body only while its generation is unchanged, and trust
+    generations only while every device of their object rings is
+    registered (``swift_mass.generations``).
 
     ``GET /mass_queue`` (a path without a device) answers the state of
     every device's queue in this worker as JSON, for operators; object
@@ -181,16 +182,19 @@ class MassQueueMiddleware(object):
 
     Every option, its default and meaning, and every metric, is in
     ``etc/object-server.conf-sample``; :class:`swift_mass.conf.QueueConf`
-    reads them once, with the object server's own ``devices`` and
-    ``mount_check``.  Options are validated when the object server starts;
-    a bad one stops it with a message naming the option and the allowed
-    values.  The ``log_*`` and ``log_statsd_*`` options apply; metrics are
-    emitted under ``mass_queue.``.
+    reads them once, with the object server's own options (``devices``,
+    ``mount_check``, its address and ports) as the object server app was
+    given them: from ``[app:object-server]`` over ``[DEFAULT]``
+    (:func:`object_server_conf`), not from the filter's section.  Options
+    are validated when the object server starts; a bad one stops it with a
+    message naming the option and the allowed values.  The ``log_*`` and
+    ``log_statsd_*`` options apply; metrics are emitted under
+    ``mass_queue.``.
     """
 
     def __init__(self, app, conf, logger=None, clock=time.monotonic):
         self.app = app
-        self.conf = QueueConf(conf)
+        self.conf = QueueConf(conf, server_conf=object_server_conf(conf))
         self.logger = logger or get_logger(
             conf, log_route='mass_queue', statsd_tail_prefix='mass_queue')
         self.clock = clock
@@ -239,9 +243,9 @@ class MassQueueMiddleware(object):
     # ------------------------------------------------------------ queue
 
     def _device_and_account(self, env, method):
-        """(device, account or None, object key or None) of a request the
-        object server would serve from one of its devices; None for any
-        other (it answers those itself: 400, 412 or 507)."""
+        """(device, account or None, object key or None) of a request whose
+        path names a device (``/<device>/<partition>/...``); None for any
+        other (the object server answers those itself: 400 or 412)."""
         req = Request(env)
         if not check_utf8(wsgi_to_str(req.path_info), internal=True):
             return None
@@ -258,12 +262,18 @@ class MassQueueMiddleware(object):
                 # beyond ASCII got another key, or none)
                 key = object_key(*map(str_to_wsgi,
                                       (account, container, obj)))
-            # On every request, as the object server does: a device
-            # unmounted since its queue was made gets its 507 at once.
-            check_drive(self.conf.devices, device, self.conf.mount_check)
         except (HTTPException, ValueError):
             return None
         return device, account, key
+
+    def _serves(self, device):
+        """Whether the object server serves ``device`` now: Swift's device
+        check, with the object server's own devices and mount_check."""
+        try:
+            check_drive(self.conf.devices, device, self.conf.mount_check)
+        except ValueError:
+            return False
+        return True
 
     def _queue_of(self, device):
         queue = self.queues.get(device)
@@ -321,8 +331,11 @@ class MassQueueMiddleware(object):
             tenant=str_to_wsgi(account))
 
     def _local_devices(self):
+        # only what the object server serves: a registration says its
+        # writes are bumped, and only a write it serves can be
         return ring_devices(self.conf.swift_dir,
-                            local_to=(self.conf.ring_ip, self.conf.ring_port))
+                            local_to=(self.conf.ring_ip, self.conf.ring_port),
+                            served=self._serves)
 
     def _queued(self, env, start_response, method, device, account, label,
                 app):
@@ -379,11 +392,28 @@ class MassQueueMiddleware(object):
         if target is None:
             return self.app(env, start_response)
         device, account, key = target
+        # Bumped whatever the device check below says: were it ever to
+        # disagree with the object server's, a write the object server
+        # serves is bumped still, and one it refuses (507) costs a bump,
+        # not a stale read.
         app = self._app_for(env, method, account, key)
-        if not self.conf.slots_per_device:
+        # On every request, as the object server does: a device unmounted
+        # since its queue was made gets its 507 at once.
+        if not self.conf.slots_per_device or not self._serves(device):
             return app(env, start_response)
         return self._queued(env, start_response, method, device, account,
                             label, app)
+
+
+def object_server_conf(conf):
+    """The options the object server app was given, for a filter whose
+    ``conf`` (``[filter:mass_queue]`` over ``[DEFAULT]``) lacks those set
+    in ``[app:object-server]`` alone: read from the same config, as
+    Swift's dlo reads the proxy's; ``conf`` itself when the filter was not
+    loaded from a config."""
+    if '__file__' not in conf:
+        return conf
+    return load_app_config(conf['__file__'])
 
 
 def filter_factory(global_conf, **local_conf):

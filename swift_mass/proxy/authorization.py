@@ -5,9 +5,10 @@ proxy app is where Swift authorises a request: it calls
 ``env['swift.authorize']`` before the controller's handler, and handlers
 that delay denial (object and container requests) call it again once they
 have loaded the container's ACLs.  Whatever Mass does that costs a lookup
-or leaves state (looking up an account's urgent mark, counting the request
-in its tenant's window, reading or creating an object's generation,
-refusing a write to a container being moved) waits until that call said
+or leaves state (looking up an account's urgent mark, looking up whether a
+container a PUT would route exists, counting the request in its tenant's
+window, reading or creating an object's generation, refusing a write to a
+container being moved) waits until that call said
 yes, so that a request Swift refuses leaves nothing anywhere and learns
 nothing: a flood of anonymous requests for made-up names creates no keys,
 no lookups and no per-tenant entries.

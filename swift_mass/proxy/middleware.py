@@ -9,7 +9,7 @@ import eventlet
 from swift.common.http import is_success
 from swift.common.memcached import load_memcache
 from swift.common.registry import register_swift_info
-from swift.common.swob import HeaderEnvironProxy, wsgi_quote
+from swift.common.swob import Request, wsgi_quote
 from swift.common.utils import ClosingIterator, drain_and_close, get_logger
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
@@ -53,40 +53,69 @@ class CountedBody(ClosingIterator):
 
 
 class RoutedPut(WSGIContext):
-    """A container PUT sent with the tenant's substore, and sent again as
-    the client sent it if the backend answers 409."""
+    """A container PUT of a tenant whose policy names a substore
+    (swift_mass.proxy.routing): once Swift has authorised it, sent with the
+    substore's storage policy if its container does not exist, and sent
+    again as the client sent it if the backend then answers 409."""
 
-    def __init__(self, app, logger):
-        super(RoutedPut, self).__init__(app)
+    def __init__(self, wsgi_app, logger, substore):
+        super(RoutedPut, self).__init__(wsgi_app)
         self.logger = logger
+        self.substore = substore
+        # what the lookup decided; policy None: sent as the client sent it
+        self.policy = None
+        self.reason = None
 
-    def __call__(self, env, start_response, tenant, policy):
+    def handle_put(self, req, start_response):
+        env = req.environ
+        # quoted for logs: one line, whatever the account's name
+        tenant = wsgi_quote(env[tags.ENV_TENANT], safe='')
         # The proxy rewrites some request headers in the environ as it
         # handles a container PUT (ACLs, owner-only headers); a retry must
         # start from the client's own.
         sent = {k: v for k, v in env.items() if k.startswith('HTTP_')}
-        env['HTTP_X_STORAGE_POLICY'] = policy
+        # The proxy asks swift.authorize before its handler reads the
+        # policy header: the lookup waits for a yes, and still comes in
+        # time.  A PUT Swift refuses costs no lookup.
+        Authorization.of(env).after(
+            functools.partial(self._route_if_new, req))
         app_iter = self._app_call(env)
         status = self._get_status_int()
-        if status != 409:
+        path = wsgi_quote(env['PATH_INFO'])
+        if self.policy is None:
+            self.logger.debug('mass: %s of %s not routed: %s' % (
+                path, tenant, self.reason or 'not authorised'))
+        elif status != 409:
             if is_success(status):
                 self.logger.increment('routed')
             self.logger.info('mass: routed new container %s of %s to '
                              'storage policy %s: %d' % (
-                                 wsgi_quote(env['PATH_INFO']), tenant,
-                                 policy, status))
-            start_response(self._response_status, self._response_headers,
-                           self._response_exc_info)
-            return app_iter
-        drain_and_close(app_iter)  # a short error page
-        self.logger.increment('route_conflict')
-        self.logger.info('mass: %s of %s exists in another storage policy '
-                         'than %s; sent again without one' % (
-                             wsgi_quote(env['PATH_INFO']), tenant, policy))
-        for key in [k for k in env if k.startswith('HTTP_')]:
-            del env[key]
-        env.update(sent)
-        return self.app(env, start_response)
+                                 path, tenant, self.policy, status))
+        else:
+            drain_and_close(app_iter)  # a short error page
+            self.logger.increment('route_conflict')
+            self.logger.info('mass: %s of %s exists in another storage '
+                             'policy than %s; sent again without one' % (
+                                 path, tenant, self.policy))
+            for key in [k for k in env if k.startswith('HTTP_')]:
+                del env[key]
+            env.update(sent)
+            return self.app(env, start_response)
+        start_response(self._response_status, self._response_headers,
+                       self._response_exc_info)
+        return app_iter
+
+    def _route_if_new(self, req):
+        """Once Swift authorised the PUT: the substore's policy for a
+        container that does not exist yet.  Refuses nothing."""
+        # pre-authorised, and from the infocache or memcache when the
+        # proxy knows the container already
+        info = get_container_info(req.environ, self.app, swift_source='MASS')
+        self.policy, self.reason = routing.routed(
+            self.substore, routing.existence(info['status']))
+        if self.policy is not None:
+            req.headers[routing.POLICY_HEADER] = self.policy
+        return None
 
 
 class TenantRequest(WSGIContext):
@@ -188,8 +217,9 @@ class MassMiddleware(object):
       other answers that no storage server worked for are not counted.
 
     Nothing before authorisation: whatever costs a lookup or leaves state
-    (the urgent mark's account lookup, counting, the cache's generations
-    and bodies, refusing writes to a container being moved) waits until
+    (the urgent mark's account lookup, routing's container lookup,
+    counting, the cache's generations and bodies, refusing writes to a
+    container being moved) waits until
     Swift's ``swift.authorize`` has said yes
     (``swift_mass.proxy.authorization``), so a request Swift refuses, such
     as an anonymous one for a made-up account, leaves nothing behind.
@@ -212,7 +242,8 @@ class MassMiddleware(object):
     Routing: a container PUT of a tenant whose policy names a substore (a
     storage policy of swift.conf) gets ``X-Storage-Policy: <substore>`` when
     it names no policy itself and the container does not exist yet (learnt
-    with ``get_container_info``, which uses the proxy's info caches); when
+    with ``get_container_info``, which uses the proxy's info caches, once
+    Swift has authorised the PUT); when
     the backend answers 409 anyway (the container exists with another
     policy: a race, or stale cached info) the PUT is sent once more exactly
     as the client sent it, so the client gets Swift's own answer.  The rules
@@ -362,24 +393,16 @@ class MassMiddleware(object):
     def _route(self, env, start_response):
         """A PUT of a tenant whose policy has a substore: a new container
         gets the substore's storage policy (swift_mass.proxy.routing)."""
-        # quoted for logs: one line, whatever the account's name
-        tenant = wsgi_quote(env[tags.ENV_TENANT], safe='')
-
-        def container_exists():
-            # pre-authorised, and from the infocache or memcache when the
-            # proxy knows the container already
-            info = get_container_info(env, self.app, swift_source='MASS')
-            return routing.existence(info['status'])
-
-        policy, reason = routing.decide(
-            'PUT', env['PATH_INFO'], HeaderEnvironProxy(env),
-            env[tags.ENV_POLICY], container_exists)
-        if policy is None:
+        req = Request(env)
+        substore, reason = routing.substore_of(
+            req.method, env['PATH_INFO'], req.headers, env[tags.ENV_POLICY])
+        if substore is None:
             self.logger.debug('mass: %s of %s not routed: %s' % (
-                wsgi_quote(env['PATH_INFO']), tenant, reason))
+                wsgi_quote(env['PATH_INFO']),
+                wsgi_quote(env[tags.ENV_TENANT], safe=''), reason))
             return self.app(env, start_response)
-        return RoutedPut(self.app, self.logger)(
-            env, start_response, tenant, policy)
+        return RoutedPut(self.app, self.logger, substore).handle_put(
+            req, start_response)
 
 
 def filter_factory(global_conf, **local_conf):

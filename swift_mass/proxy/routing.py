@@ -7,7 +7,8 @@ names none, and only to one whose container does not exist yet, so that
 Swift's answer to every other request is the one it would have given
 without Mass.
 
-The rules, in the order :func:`decide` applies them:
+The rules, in the order :func:`substore_of` and :func:`routed` apply
+them:
 
 * only PUTs of a container (not of an account or an object);
 * only for a tenant with a policy whose ring names a storage policy; an
@@ -26,6 +27,10 @@ The rules, in the order :func:`decide` applies them:
 * only when the container is known not to exist: a container that exists
   keeps its policy, and one whose existence could not be learnt (a backend
   error) is left to Swift.
+
+The last rule costs a lookup (a backend HEAD, and info cached in memcache):
+the middleware learns it only once Swift has authorised the PUT, so a PUT
+Swift refuses costs nothing Swift alone would not.
 
 The middleware also retries a routed PUT once without the header when the
 backend answers 409 (the container exists with another policy: a race, or
@@ -73,16 +78,15 @@ def existence(status):
     return None
 
 
-def decide(method, path, headers, entry, container_exists):
-    """The storage policy name to add to a request, and why.
+def substore_of(method, path, headers, entry):
+    """The storage policy name a request gets if its container does not
+    exist yet, by every rule but that one.
 
-    Returns (name, reason); name is None when the request goes on as it
-    came.  method and path: the request's (a WSGI PATH_INFO); headers: its
+    Returns (name, None), or (None, the reason it goes on as it came).
+    method and path: the request's (a WSGI PATH_INFO); headers: its
     headers, a mapping that ignores the case of names (swob's
     HeaderKeyDict, HeaderEnvironProxy); entry: the tenant's policy table
-    entry or None; container_exists: a function returning True, False or
-    None (see :func:`existence`), called only when everything else says
-    route, since learning it may cost a backend request.
+    entry or None.
     """
     if method != 'PUT':
         return None, NOT_CONTAINER_PUT
@@ -98,9 +102,15 @@ def decide(method, path, headers, entry, container_exists):
         return None, EXPLICIT
     if headers.get(VERSIONS_SYSMETA):
         return None, VERSIONED
-    exists = container_exists()
+    return ring, None
+
+
+def routed(substore, exists):
+    """The last rule: (substore, ROUTED) for a container known not to
+    exist; (None, why not) when it exists or whether it does is unknown
+    (``exists`` None, see :func:`existence`)."""
     if exists is None:
         return None, UNKNOWN
     if exists:
         return None, EXISTS
-    return ring, ROUTED
+    return substore, ROUTED

@@ -373,9 +373,13 @@ def test_an_object_server_registers_the_devices_of_its_ring_ip(
     validated every hit against the object servers forever."""
     from swift_mass.obj import middleware as object_mw
     swift_dir = rings_of_two_servers(tmp_path, monkeypatch)
+    devices = tmp_path / 'node'
+    for device in ('sdb2', 'sdc2'):
+        (devices / device).mkdir(parents=True)
     mw = object_mw.MassQueueMiddleware(lambda env, start: [], {
         'swift_dir': swift_dir, 'bind_ip': '0.0.0.0',
-        'ring_ip': '127.0.0.2', 'servers_per_port': '1'}, logger=Logger())
+        'ring_ip': '127.0.0.2', 'servers_per_port': '1',
+        'devices': str(devices), 'mount_check': 'false'}, logger=Logger())
     assert mw._local_devices() == {'127.0.0.2:6220/sdb2',
                                    '127.0.0.2:6226/sdc2'}
 
@@ -462,6 +466,62 @@ def test_an_object_server_bumps_only_the_published_tenants():
     # cannot know whether a proxy trusts more than it bumps
     clock.now += server.registration_ms / 1000.0
     assert server.bumps_writes_of('b')
+
+
+def test_a_process_whose_heartbeat_failed_bumps_every_write_at_once():
+    """A failed heartbeat left the process trusting its registration until
+    its own deadline, a second short of Redis's: with no margin for a
+    clock that stepped, it kept an old bumped set after Redis had dropped
+    its registration."""
+    prefix = 't:%s:' % uuid.uuid4().hex
+    clock = Clock()
+    server = object_server(prefix, clock)
+    reader_of(prefix).publish_bumped({'a'})
+    assert server.heartbeat() and not server.bumps_writes_of('b')
+    server_of(server).connected = False  # Redis is gone, for this process
+    assert not server.heartbeat()
+    assert server.bumps_writes_of('b')  # the clock has not moved
+    server_of(server).connected = True
+    assert server.heartbeat() and not server.bumps_writes_of('b')
+
+
+def test_a_registration_redis_dropped_early_takes_a_new_epoch():
+    """Redis can drop a registration before the process's own deadline
+    (its clock stepped forward, the key evicted): the process let writes
+    of tenants outside its old set pass unbumped meanwhile, while the
+    proxies no longer waited for it.  Only Redis can tell (its TIME), at
+    the next heartbeat: every validity read before then changes."""
+    prefix = 't:%s:' % uuid.uuid4().hex
+    reader = trusting(reader_of(prefix))
+    server = object_server(prefix)
+    assert server.heartbeat()
+    validity, _ = reader.read('k', 't')
+    assert server.heartbeat()
+    assert reader.read('k', 't')[0] == validity  # the control
+    server.client.delete(server.bumper_prefix + DEVICE)  # evicted
+    assert server.heartbeat()
+    assert reader.read('k', 't')[0] not in (None, validity)
+    assert 'generations.registration_lapsed' in server.logger.counters
+    # a process that did not rely on a registration takes none
+    validity, _ = reader.read('k', 't')
+    fresh = object_server(prefix)
+    assert fresh.heartbeat()
+    assert reader.read('k', 't')[0] == validity
+
+
+def test_local_deadlines_are_on_the_monotonic_clock():
+    """They were on time.time: a step back of the wall clock let a process
+    keep an old bumped set after Redis had dropped its registration, and
+    froze a proxy's lookups of coverage for as long as the step."""
+    prefix = 't:%s:' % uuid.uuid4().hex
+    server = Generations(REDIS_URL, Logger(), prefix=prefix)
+    assert server.clock is time.monotonic
+    server.names = lambda: {DEVICE}
+    lives = server.registration_ms / 1000.0 - 1.0
+    began = time.monotonic()
+    assert server.heartbeat()
+    assert began + lives <= server.registered_until <= \
+        time.monotonic() + lives
 
 
 def test_a_forked_worker_bumps_everyone_until_its_own_heartbeat(

@@ -13,13 +13,14 @@ import pytest
 from swift.common import registry
 from swift.common.swob import Request
 from swift.common.utils import Timestamp
+from swift.common.wsgi import loadapp
 
 from swift_mass.obj import device_queue
 from swift_mass.conf import ConfigError, QueueConf
 from swift_mass.generations import Generations, object_key
 from swift_mass.obj import middleware as object_mw
 from tests.unit.helpers import REDIS_URL, Clock, Logger, RecordingApp
-from tests.unit.test_generations import trusting
+from tests.unit.test_generations import rings_of_two_servers, trusting
 
 
 class CountingLogger(object):
@@ -859,3 +860,67 @@ def test_a_name_beyond_ascii_bumps_the_key_the_proxies_read(name):
                          ).get_response(mw)
     assert resp.status_int == 201
     assert gens.read(key, 'AUTH_t')[0] != before
+
+
+# -- the object server's own devices: what it serves, what is registered ----
+
+def test_a_write_is_bumped_whatever_the_filters_device_options_say():
+    """mass_queue bumped only the writes of devices its own ``devices``
+    and ``mount_check`` found, which Swift lets an operator set in
+    ``[app:object-server]`` alone: the filter then found no device and let
+    every write pass unbumped, while its ring devices counted as
+    covered."""
+    mw, server, gens = bumping()
+    # as if the filter's devices named another directory than the object
+    # server's
+    mw.conf.devices = tempfile.mkdtemp()
+    before = gens.read(OBJECT_KEY, 'AUTH_t')[0]
+    assert write(mw).status_int == 201
+    assert gens.read(OBJECT_KEY, 'AUTH_t')[0] != before
+
+
+def object_server_conf(tmp_path, swift_dir, devices, app_options=''):
+    path = tmp_path / 'object-server.conf'
+    path.write_text('\n'.join([
+        '[DEFAULT]', 'swift_dir = %s' % swift_dir, 'bind_ip = 127.0.0.1',
+        '', '[pipeline:main]', 'pipeline = mass_queue object-server', '',
+        '[app:object-server]', 'use = egg:swift#object',
+        'devices = %s' % devices, app_options, '',
+        '[filter:mass_queue]', 'use = egg:swift_mass#mass_queue', '']))
+    return str(path)
+
+
+def test_the_filter_learns_the_object_servers_own_options(
+        tmp_path, monkeypatch):
+    """Options Swift's object server reads from ``[app:object-server]``
+    (over ``[DEFAULT]``) are the filter's too, loaded by Swift's loadapp
+    as the object server is: its devices, its mount check, its ports."""
+    swift_dir = rings_of_two_servers(tmp_path, monkeypatch)
+    devices = tmp_path / 'node'
+    (devices / 'sdb1').mkdir(parents=True)
+    (devices / 'sdc1').mkdir()
+    mw = loadapp(object_server_conf(
+        tmp_path, swift_dir, devices,
+        'mount_check = false\nservers_per_port = 1'))
+    assert isinstance(mw, object_mw.MassQueueMiddleware)
+    assert (mw.conf.devices, mw.conf.mount_check, mw.conf.ring_port) == (
+        str(devices), False, None)
+    assert mw._local_devices() == {'127.0.0.1:6210/sdb1',
+                                   '127.0.0.1:6216/sdc1'}
+
+
+def test_only_a_device_the_object_server_would_serve_is_registered(
+        tmp_path, monkeypatch):
+    swift_dir = rings_of_two_servers(tmp_path, monkeypatch)
+    devices = tmp_path / 'node'
+    # sdc1 is in the ring, but the object server answers 507 for it
+    (devices / 'sdb1').mkdir(parents=True)
+    mw = loadapp(object_server_conf(
+        tmp_path, swift_dir, devices,
+        'mount_check = false\nservers_per_port = 1'))
+    assert mw._local_devices() == {'127.0.0.1:6210/sdb1'}
+    # mount_check on: a directory that is not a mount point is not served
+    mw = loadapp(object_server_conf(tmp_path, swift_dir, devices,
+                                    'servers_per_port = 1'))
+    assert mw.conf.mount_check is True
+    assert mw._local_devices() == set()

@@ -1,8 +1,10 @@
 """The proxy filter's routing of new containers to a tenant's substore,
-against a backend that keeps containers and their policies like Swift's
-container servers do."""
+against a backend that authorises requests as Swift's proxy server does and
+keeps containers and their policies like Swift's container servers do."""
 import pytest
 
+from swift.common.memcached import MemcacheRing
+from swift.common.middleware.tempauth import TempAuth
 from swift.common.storage_policy import StoragePolicy, \
     StoragePolicyCollection
 from swift.common.swob import Request, Response
@@ -12,7 +14,7 @@ from swift.proxy.controllers.base import get_cache_key, \
 from swift_mass import conf as config
 from swift_mass.proxy import middleware as proxy
 from swift_mass.control.store import LocalStore
-from tests.unit.helpers import Logger
+from tests.unit.helpers import MEMCACHE_SERVER, Logger
 
 POLICY_INDEX = {'standard': 0, 'fast': 1, 'bulk': 2}
 
@@ -25,9 +27,11 @@ def policies(monkeypatch):
 
 
 class Swift(object):
-    """The proxy-server right of Mass: accounts exist, containers keep the
-    policy they were created with, a PUT naming another one is refused
-    with 409, as the container servers do."""
+    """The proxy-server right of Mass: it asks swift.authorize before
+    anything else (no container PUT delays its denial) and answers a
+    denial itself; accounts exist, containers keep the policy they were
+    created with, a PUT naming another one is refused with 409, as the
+    container servers do."""
 
     def __init__(self):
         self.containers = {}     # path -> policy index
@@ -37,6 +41,12 @@ class Swift(object):
 
     def __call__(self, env, start_response):
         req = Request(env)
+        authorize = env.get('swift.authorize')
+        if authorize is not None:
+            denial = authorize(req)
+            if denial:
+                return denial(env, start_response)
+        # what reaches the storage servers
         self.requests.append((req.method, env['PATH_INFO'],
                               dict(req.headers), dict(env)))
         depth = env['PATH_INFO'].rstrip('/').count('/')
@@ -138,6 +148,67 @@ def test_new_container_lands_on_the_tenants_substore(lookups):
     # counted once, as the tenant's PUT
     (_, counts), = mass.agent.window._pending.items()
     assert counts['ops.PUT'] == 1
+
+
+def anonymous_put(app, swift, memcached):
+    """An anonymous container PUT to ``app`` behind Swift's tempauth: the
+    answer, what reached the storage servers of ``swift`` (the proxy app),
+    and the keys it left in memcache."""
+    memcached.items.clear()
+    resp = Request.blank('/v1/AUTH_t/c', method='PUT', environ={
+        'swift.cache': MemcacheRing([MEMCACHE_SERVER], logger=Logger())
+    }).get_response(TempAuth(app, {}))
+    return resp, [r[:2] for r in swift.requests], set(memcached.items)
+
+
+def test_an_unauthorised_put_gets_swifts_answer_and_costs_nothing_more(
+        lookups, fake_memcached):
+    """Routing looked the container up before Swift authorised the PUT:
+    an anonymous PUT to a routed tenant cost a backend HEAD of the
+    container, and its info in memcache, that Swift alone does not make
+    (tempauth's own account lookup is Swift's)."""
+    swift_alone = Swift()
+    alone, reached_alone, cached_alone = anonymous_put(
+        swift_alone, swift_alone, fake_memcached)
+    mass, swift, logger = make()
+    resp, reached, cached = anonymous_put(mass, swift, fake_memcached)
+    assert resp.status_int == 401
+    assert (resp.status, resp.headers, resp.body) == (
+        alone.status, alone.headers, alone.body)
+    assert reached == reached_alone == [('HEAD', '/v1/AUTH_t')]
+    assert cached == cached_alone
+    assert lookups == [] and logger.counters == []
+
+
+def test_the_lookup_waits_for_the_auth_systems_yes(lookups):
+    mass, swift, logger = make()
+    asked = []
+
+    def authorize(req):
+        asked.append(list(lookups))
+
+    resp = call(mass, environ={'swift.authorize': authorize})
+    assert resp.status_int == 201
+    assert asked == [[]]  # the proxy asked before anything was looked up
+    assert lookups == ['/v1/AUTH_t/c']
+    assert swift.containers['/v1/AUTH_t/c'] == POLICY_INDEX['bulk']
+    assert logger.counters == ['routed']
+
+
+def test_a_retried_put_is_authorised_again_and_looked_up_once(lookups):
+    mass, swift, logger = make()
+    swift.containers['/v1/AUTH_t/c'] = 0
+    infocache = {get_cache_key('AUTH_t', 'c'):
+                 headers_to_container_info({}, 404)}
+    asked = []
+    resp = call(mass, environ={'swift.infocache': infocache,
+                               'swift.authorize': asked.append})
+    assert resp.status_int == 202
+    assert len(asked) == 2 and lookups == ['/v1/AUTH_t/c']
+    first, second = swift.puts('/v1/AUTH_t/c')
+    assert first[2]['X-Storage-Policy'] == 'bulk'
+    assert 'X-Storage-Policy' not in second[2]
+    assert logger.counters == ['route_conflict']
 
 
 def test_logs_name_any_tenant_on_one_line():
@@ -242,7 +313,7 @@ def test_unknown_existence_is_left_to_swift():
 def test_object_requests_do_no_extra_work(lookups, monkeypatch):
     mass, swift, logger = make()
     decided = []
-    monkeypatch.setattr(proxy.routing, 'decide',
+    monkeypatch.setattr(proxy.routing, 'substore_of',
                         lambda *args: decided.append(args))
     resp = call(mass, path='/v1/AUTH_t/c/o')
     assert resp.status_int == 201

@@ -10,18 +10,6 @@ WRITER = {'class': 'write', 'ring': 'bulk', 'method': 'batch'}
 MIXED = {'class': 'mixed', 'ring': '', 'method': 'merge'}
 
 
-class Lookup(object):
-    """container_exists, counting how often Mass had to ask."""
-
-    def __init__(self, answer):
-        self.answer = answer
-        self.calls = 0
-
-    def __call__(self):
-        self.calls += 1
-        return self.answer
-
-
 R = routing
 CASES = [
     # method, path, headers, entry, exists -> policy, reason, looked up
@@ -69,23 +57,31 @@ CASES = [
 ]
 
 
+def decide(method, path, headers, entry, exists):
+    """(policy, reason) by every rule, as the middleware applies them, and
+    whether the container's existence had to be learnt."""
+    substore, reason = routing.substore_of(method, path, headers, entry)
+    if substore is None:
+        return (None, reason), False
+    return routing.routed(substore, exists), True
+
+
 @pytest.mark.parametrize(
     'method,path,headers,entry,exists,policy,reason,looked_up', CASES)
 def test_decide(method, path, headers, entry, exists, policy, reason,
                 looked_up):
-    lookup = Lookup(exists)
-    got = routing.decide(method, path, HeaderKeyDict(headers), entry, lookup)
+    got, learnt = decide(method, path, HeaderKeyDict(headers), entry, exists)
     assert got == (policy, reason)
     # the lookup costs a backend HEAD: only when nothing else decided
-    assert lookup.calls == (1 if looked_up else 0)
+    assert learnt == looked_up
 
 
 def test_decide_reads_headers_from_a_wsgi_environ():
     env = {'HTTP_X_STORAGE_POLICY': 'fast'}
-    assert routing.decide('PUT', '/v1/AUTH_t/c', HeaderEnvironProxy(env),
-                          WRITER, Lookup(False)) == (None, R.EXPLICIT)
-    assert routing.decide('PUT', '/v1/AUTH_t/c', HeaderEnvironProxy({}),
-                          WRITER, Lookup(False)) == ('bulk', R.ROUTED)
+    assert routing.substore_of('PUT', '/v1/AUTH_t/c', HeaderEnvironProxy(env),
+                               WRITER) == (None, R.EXPLICIT)
+    assert routing.substore_of('PUT', '/v1/AUTH_t/c', HeaderEnvironProxy({}),
+                               WRITER) == ('bulk', None)
 
 
 @pytest.mark.parametrize('status,exists', [
