@@ -5,15 +5,21 @@ They read the same shared store the proxies use, configured by the
 ``[filter:mass]`` section of the proxy's config (``--conf``)::
 
     swift-mass status              leader, store health, table version
-    swift-mass tenants             each tenant's class, policy, figures
+    swift-mass tenants [--top N] [--sort requests]
+                                   each tenant's class, substore, method
+                                   and figures, the busiest first
     swift-mass explain TENANT      the numbers behind the tenant's decision
-    swift-mass pin TENANT --class write [--ring bulk] [--method batch]
+    swift-mass pin TENANT --class write [--substore bulk] [--method batch]
     swift-mass unpin TENANT
 
 Pins take effect within one interval of the leader; the controller never
-overrides them.  Exit status 2 on a bad ``[filter:mass]``, 1 when the
-store cannot be read.
+overrides them.  ``--ring`` is the old name of ``pin --substore``; the
+stored pin and the policy table keep the key ``ring``, which the
+controller and the proxies read, and so does ``--json``.  Exit status 2
+on a bad ``[filter:mass]`` or ``--substore``, 1 when the store cannot be
+read or knows nothing of ``explain``'s tenant.
 """
+import argparse
 import json
 import sys
 import time
@@ -88,11 +94,55 @@ def status(args, conf, store, settings):
     }
 
 
+def _figure(name):
+    return lambda row: (row['figures'] or {}).get(name, 0)
+
+
+def _p99(row):
+    p99 = [v for v in (row['figures'] or {}).get(
+        'p99_latency_ms', {}).values() if v]
+    return max(p99) if p99 else None
+
+
+# The columns of ``tenants``: heading, the row's value (None: none, shown
+# as '-') and whether it is a number, right-aligned and sorted biggest
+# first (pinned: the pinned first).
+COLUMNS = (
+    ('tenant', lambda row: row['tenant'], False),
+    ('class', lambda row: row['class'], False),
+    # '' is the default policy: not a substore of its own
+    ('substore', lambda row: row['ring'] or None, False),
+    ('method', lambda row: row['method'], False),
+    ('pinned', lambda row: row['pinned'], True),
+    ('requests', lambda row: sum((row['figures'] or {}).get(
+        'ops', {}).values()), True),
+    ('reads', _figure('reads'), True),
+    ('writes', _figure('writes'), True),
+    ('share', lambda row: (row['figures'] or {}).get('read_share'), True),
+    ('p99 ms', _p99, True),
+)
+SORT_KEYS = [heading.split()[0] for heading, _, _ in COLUMNS]
+DEFAULT_SORT = 'requests'
+
+
+def sort_key(name):
+    """The key of ``tenants --sort name``: numbers biggest first, words in
+    alphabetical order, rows without a value last, ties by tenant."""
+    _, value_of, number = COLUMNS[SORT_KEYS.index(name)]
+
+    def key(row):
+        value = value_of(row)
+        if value is None:
+            return (True, 0, row['tenant'])
+        return (False, -value if number else value, row['tenant'])
+    return key
+
+
 def tenants(args, conf, store, settings):
     _, table = store.get_table()
     figures = figures_now(store, settings, conf)
     rows = []
-    for tenant in sorted(set(table) | set(figures)):
+    for tenant in set(table) | set(figures):
         entry = table.get(tenant) or {}
         rows.append({
             'tenant': tenant,
@@ -104,7 +154,12 @@ def tenants(args, conf, store, settings):
             'reason': entry.get('reason'),
             'figures': figures_dict(figures.get(tenant)),
         })
-    return rows
+    rows.sort(key=sort_key(args.sort))
+    return rows[:args.top]
+
+
+class UnknownTenant(Exception):
+    pass
 
 
 def explain(args, conf, store, settings):
@@ -112,6 +167,12 @@ def explain(args, conf, store, settings):
     f = figures_now(store, settings, conf).get(args.tenant)
     entry = table.get(args.tenant)
     pin = store.get_pins().get(args.tenant)
+    if entry is None and f is None and pin is None:
+        # a mistyped account would show as a tenant with no decision yet
+        raise UnknownTenant(
+            '%s: no such tenant in the store: not in the policy table, not '
+            'pinned, no requests in the last %gs'
+            % (args.tenant, settings.window))
     t = settings.thresholds
     previous = entry['class'] if entry and not entry.get('pinned') \
         else classify.UNKNOWN
@@ -130,8 +191,10 @@ def explain(args, conf, store, settings):
 
 def pin(args, conf, store, settings):
     pin = {'class': args.cls}
-    if args.ring is not None:
-        pin['ring'] = substore_option({'ring': args.ring}, 'pin', 'ring')
+    if args.substore is not None:
+        # 'ring': the key the controller reads pins by
+        pin['ring'] = substore_option({'substore': args.substore}, 'pin',
+                                      'substore')
     if args.method is not None:
         pin['method'] = args.method
     store.set_pin(args.tenant, pin)
@@ -143,21 +206,27 @@ def unpin(args, conf, store, settings):
     return {'tenant': args.tenant, 'pin': None}
 
 
+def _cell(value):
+    if value is None:
+        return '-'
+    if isinstance(value, bool):
+        return 'yes' if value else 'no'
+    return str(value)
+
+
 def tenants_text(rows):
-    lines = ['%-24s %-8s %-10s %-7s %6s %8s %8s %9s %9s' % (
-        'tenant', 'class', 'ring', 'method', 'pinned', 'reads', 'writes',
-        'share', 'p99 ms')]
-    for row in rows:
-        f = row['figures'] or {}
-        p99 = f.get('p99_latency_ms', {})
-        lines.append('%-24s %-8s %-10s %-7s %6s %8s %8s %9s %9s' % (
-            row['tenant'], row['class'], row['ring'] or '-',
-            row['method'] or '-', 'yes' if row['pinned'] else 'no',
-            f.get('reads', 0), f.get('writes', 0),
-            f.get('read_share', '-'),
-            max([v for v in p99.values() if v] or ['-'],
-                key=lambda v: (v == '-', v))))
-    return '\n'.join(lines)
+    """A line per row, each column as wide as its widest cell: account
+    names are as long as the auth system makes them (Keystone's 37
+    characters)."""
+    cells = [[heading for heading, _, _ in COLUMNS]] + [
+        [_cell(value_of(row)) for _, value_of, _ in COLUMNS]
+        for row in rows]
+    widths = [max(len(line[i]) for line in cells)
+              for i in range(len(COLUMNS))]
+    return '\n'.join(' '.join(
+        cell.rjust(width) if number else cell.ljust(width)
+        for cell, width, (_, _, number) in zip(line, widths, COLUMNS)
+    ).rstrip() for line in cells)
 
 
 def fields_text(result):
@@ -177,33 +246,62 @@ def with_store(args, compute, text):
     except ConfigError as err:
         print('swift-mass: %s' % err, file=sys.stderr)
         return 2
+    except UnknownTenant as err:
+        print('swift-mass: %s' % err, file=sys.stderr)
+        return 1
     except Exception as err:
         return output.failed(err)
     output.show(args, result, text)
     return 0
 
 
+def _positive(text):
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(
+            '%r is not valid; allowed: a whole number, 1 or more' % text)
+    return number
+
+
 def add_parsers(subparsers):
     """Register status, tenants, explain, pin and unpin."""
     def command(name, compute, text=fields_text, **kwargs):
         p = subparsers.add_parser(name, **kwargs)
-        output.json_option(p)
         p.set_defaults(func=lambda args: with_store(
             args, lambda *loaded: compute(args, *loaded), text))
         return p
 
     command('status', status, help='leader, store health, table version')
-    command('tenants', tenants, tenants_text,
-            help='each tenant\'s class, policy and figures')
+    p = command('tenants', tenants, tenants_text,
+                help='each tenant\'s class, substore, method and figures',
+                description='Each tenant of the policy table or with '
+                'requests in the current window, the busiest (most '
+                'requests) first.  --sort orders by another column: '
+                'requests, reads, writes, share (of reads) and p99 (ms) '
+                'biggest first, pinned tenants first, tenant, class, '
+                'substore and method alphabetically; a tenant without a '
+                'value last, ties by tenant.')
+    p.add_argument('--sort', choices=SORT_KEYS, default=DEFAULT_SORT,
+                   help='the column to order by (default: %s)'
+                   % DEFAULT_SORT)
+    p.add_argument('--top', type=_positive, metavar='N',
+                   help='only the first N tenants in that order')
     p = command('explain', explain,
-                help='the numbers behind a tenant\'s decision')
+                help='the numbers behind a tenant\'s decision (exit 1 '
+                'when the store knows nothing of it)')
     p.add_argument('tenant')
     p = command('pin', pin, help='hold a tenant in a class (and substore, '
                 'method) whatever the controller decides')
     p.add_argument('tenant')
     p.add_argument('--class', dest='cls', required=True,
                    choices=classify.CLASSES)
-    p.add_argument('--ring', help='storage policy (default: the class\'s)')
+    p.add_argument('--substore',
+                   help='storage policy (default: the class\'s)')
+    p.add_argument('--ring', dest='substore',
+                   help='deprecated: the old name of --substore')
     p.add_argument('--method', choices=controller.METHODS)
     p = command('unpin', unpin, help='give a tenant back to the controller')
     p.add_argument('tenant')

@@ -379,7 +379,7 @@ def _names(text):
 
 
 def location_options(p, out=False):
-    """--swift-dir, --classes-file (also --out) and --json: what every
+    """--swift-dir and --classes-file (also --out): what every
     command that reads the classes file takes."""
     p.add_argument('--swift-dir', default='/etc/swift',
                    help='where swift.conf, the rings and the classes file '
@@ -387,7 +387,6 @@ def location_options(p, out=False):
     options = ('--classes-file', '--out') if out else ('--classes-file',)
     p.add_argument(*options, dest='classes_file',
                    help='default: <swift-dir>/%s' % CLASSES_FILE)
-    output.json_option(p)
 
 
 def _thresholds(text):

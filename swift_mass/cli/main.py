@@ -4,9 +4,13 @@ the operator's tools around it.
 Subcommands, by the module of :mod:`swift_mass.cli` that runs them::
 
     swift-mass status              leader, store health, table version
-    swift-mass tenants             each tenant's class, policy, figures
+    swift-mass tenants [--top N] [--sort requests]
+                                   each tenant's class, substore, method
+                                   and figures, the busiest first
     swift-mass explain TENANT      the numbers behind the tenant's decision
-    swift-mass pin TENANT --class write [--ring bulk] [--method batch]
+                                   (exit 1 when the store knows nothing of
+                                   TENANT)
+    swift-mass pin TENANT --class write [--substore bulk] [--method batch]
     swift-mass unpin TENANT        (control: the shared store the proxies
                                    use, from the [filter:mass] section of
                                    --conf)
@@ -23,7 +27,8 @@ Subcommands, by the module of :mod:`swift_mass.cli` that runs them::
                                    spread over servers)
     swift-mass queue [--swift-dir /etc/swift] [--timeout 5]
                                    (queue: every object server's
-                                   mass_queue, per device)
+                                   mass_queue, per device; the figures of
+                                   the worker that answered)
     swift-mass devices probe [--seconds 5] [--thresholds 1000]
     swift-mass devices classes | classify --thresholds 500,5000
                                    (devices: the IOPS of the object-ring
@@ -36,16 +41,28 @@ Subcommands, by the module of :mod:`swift_mass.cli` that runs them::
                                    (weights: a ring's device weights a
                                    step towards class weights W)
     swift-mass substores plan|apply --name NAME --classes fast
-               [--replicas 3] [--part-power 10] [--exclude DEV] [--force]
+               [--replicas 3] [--part-power 10 --min-part-hours 1]
+               [--exclude DEV] [--force]
                                    (substores: a new policy's ring over
-                                   every server holding those classes)
+                                   every server holding those classes;
+                                   part power and min_part_hours, unless
+                                   given, those of the cluster's builder)
 
-Every command takes ``--json``.  The benchmark is not part of the installed
-command: it runs from a checkout, beside the SAIO (``tools/bench``).
+The global options, ``--conf`` (the proxy config, default
+/etc/swift/proxy-server.conf) and ``--json`` (the result as JSON), go
+anywhere on the line, before or after the subcommand's name (the last one
+given wins); ``swift-mass --version`` prints the version.  A storage
+policy Mass routes tenants to is a substore, in the CLI as in
+``[filter:mass]`` (``read_substore``, ...); ``pin --ring`` is the old
+spelling of ``pin --substore``, still taken.  The benchmark is not part of
+the installed command: it runs from a checkout, beside the SAIO
+(``tools/bench``).
 """
 import argparse
 import importlib
 import sys
+
+import swift_mass
 
 # The modules of swift_mass.cli and the subcommands each registers, in the
 # order of --help.  Only the module of the subcommand given is imported:
@@ -63,13 +80,29 @@ GROUPS = (
 )
 
 
-def _options(parser):
-    parser.add_argument('--conf', default='/etc/swift/proxy-server.conf',
-                        help='proxy config with the [filter:mass] section')
-    parser.add_argument('--json', action='store_true')
+CONF = '/etc/swift/proxy-server.conf'
 
 
-class _FirstPass(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """Every parser of ``swift-mass``, each subcommand's too (argparse makes
+    subparsers of their parent's class): each takes the global options, so
+    they go anywhere on the line."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse copies a subcommand's namespace over its parent's: an
+        # option a parser was not given must leave it unset there, so that
+        # the value given at another place on the line (or the top
+        # parser's default) holds.
+        self.add_argument('--conf', default=argparse.SUPPRESS,
+                          help='proxy config with the [filter:mass] '
+                          'section (default: %s)' % CONF)
+        self.add_argument('--json', action='store_true',
+                          default=argparse.SUPPRESS,
+                          help='print the result as JSON')
+
+
+class _FirstPass(Parser):
     """Finds the subcommand; leaves every error to the full parser."""
 
     def error(self, message):
@@ -80,7 +113,6 @@ def subcommand(argv):
     """The subcommand ``argv`` names, or None (none, or an error the full
     parser reports)."""
     first = _FirstPass(add_help=False)
-    _options(first)
     first.add_argument('command', nargs='?')
     try:
         known, _ = first.parse_known_args(argv)
@@ -93,10 +125,12 @@ def build_parser(command=None):
     """The parser of ``swift-mass``, with the subparsers of ``command``'s
     module only (all of them when ``command`` is None or unknown: for
     --help and for the error that lists the subcommands)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog='swift-mass', description=__doc__.split('\n\n')[0],
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    _options(parser)
+    parser.set_defaults(conf=CONF, json=False)
+    parser.add_argument('--version', action='version',
+                        version='%(prog)s ' + swift_mass.__version__)
     subparsers = parser.add_subparsers(dest='command', required=True)
     known = any(command in commands for _, commands in GROUPS)
     for module, commands in GROUPS:

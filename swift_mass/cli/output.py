@@ -1,15 +1,13 @@
 """How a ``swift-mass`` subcommand's result reaches the operator: JSON with
 ``--json``, else the subcommand's text, and the exit status."""
-import argparse
 import json
 import sys
 
 
 def json_option(parser):
-    """``--json`` after the subcommand too (``swift-mass --json queue`` and
-    ``swift-mass queue --json`` alike)."""
-    parser.add_argument('--json', action='store_true',
-                        default=argparse.SUPPRESS)
+    """Nothing: every parser of ``swift-mass`` takes ``--json`` (and
+    ``--conf``) already (:class:`swift_mass.cli.main.Parser`).  Kept while
+    :mod:`swift_mass.cli.migrate` calls it."""
 
 
 def failed(err):

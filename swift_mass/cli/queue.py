@@ -259,5 +259,4 @@ def add_parsers(subparsers):
                    help='where swift.conf and the ring files are')
     p.add_argument('--timeout', type=float, default=5.0,
                    help='seconds to wait for each server (default 5)')
-    output.json_option(p)
     p.set_defaults(func=run)

@@ -217,7 +217,6 @@ def add_parsers(subparsers):
                    help='where swift.conf and the ring files are')
     p.add_argument('--strict', action='store_true',
                    help='exit 1 when there is a warning')
-    output.json_option(p)
     p.set_defaults(func=lambda args: output.emit(
         args, lambda: report(args.swift_dir), format_report,
         lambda result: result['errors'] or (

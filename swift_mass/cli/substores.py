@@ -23,6 +23,13 @@ and ring in the swift_dir, rebalanced, validated, no partition with two
 replicas on one server; it never overwrites a ring.  Copy swift.conf and
 the ring to every node afterwards.
 
+The part power and ``min_part_hours`` are ``--part-power`` and
+``--min-part-hours``, else those of the cluster's first builder in the
+swift_dir (the default policy's first), as the plan says.  With neither,
+the plan shows placeholders (the SAIO's 10 and 1) and says so, and
+``apply`` refuses: a ring's part power cannot be changed lightly once it
+holds data, so a production ring's is never a default.
+
 :func:`plan_substore` is a plain function over device lists;
 :func:`build_substore` writes the builder and the ring.
 """
@@ -35,6 +42,11 @@ from swift.common.storage_policy import REPL_POLICY
 from swift_mass.cli import devices, output, rings, weights
 
 MIN_PART_HOURS = 1
+# What plan shows when neither the options nor a builder of the cluster
+# give a setting (the SAIO's); apply refuses to build with them.
+PLACEHOLDERS = {'part_power': 10, 'min_part_hours': MIN_PART_HOURS}
+OPTIONS = {'part_power': '--part-power', 'min_part_hours': '--min-part-hours'}
+LABELS = {'part_power': 'part power', 'min_part_hours': 'min_part_hours'}
 # what swift-ring-builder takes
 DEV_KEYS = ('region', 'zone', 'ip', 'port', 'replication_ip',
             'replication_port', 'device', 'weight', 'meta')
@@ -189,32 +201,99 @@ def inventory(swift_dir, device_class, skip=None):
             for key, dev in sorted(found.items())], errors
 
 
+def reference_builder(swift_dir, skip):
+    """The path of the first builder of the cluster's object rings in
+    ``swift_dir`` (the default policy's first), the policy ``skip``'s
+    aside; None when there is none."""
+    for policy in sorted(rings.load_policies(swift_dir),
+                         key=lambda p: (not p.is_default, int(p))):
+        path = os.path.join(swift_dir, policy.ring_name + '.builder')
+        if policy.name != skip and os.path.exists(path):
+            return path
+    return None
+
+
+def ring_settings(args, skip, build):
+    """``({part_power, min_part_hours}, {the same: where each came from})``:
+    the option given, else the cluster's first builder
+    (:func:`reference_builder`), else a placeholder (from None) for plan;
+    apply refuses (ValueError) to build a production ring with one."""
+    given = {'part_power': args.part_power,
+             'min_part_hours': args.min_part_hours}
+    values, sources = {}, {}
+    reference = None
+    if None in given.values():
+        path = reference_builder(args.swift_dir, skip)
+        if path:
+            reference = (path, RingBuilder.load(path))
+    for key, value in given.items():
+        if value is not None:
+            values[key], sources[key] = value, OPTIONS[key]
+        elif reference:
+            values[key] = getattr(reference[1], key)
+            sources[key] = reference[0]
+        else:
+            values[key], sources[key] = PLACEHOLDERS[key], None
+    missing = [key for key in sources if sources[key] is None]
+    if build and missing:
+        raise ValueError(
+            'no builder of the cluster\'s rings in %s to take %s from: give '
+            '%s' % (args.swift_dir, ' and '.join(
+                'the part power' if key == 'part_power' else key
+                for key in missing), ' and '.join(OPTIONS[key]
+                                                  for key in missing)))
+    return values, sources
+
+
 def run_plan(args, build=False):
     classes = devices.load_classes(devices.classes_path(
         args.swift_dir, args.classes_file))
     policy, builder_path, ring_path = policy_files(args.swift_dir,
                                                    args.name)
+    settings, sources = ring_settings(args, policy.name, build)
     device_class = {k: v['class'] for k, v in classes['devices'].items()}
     devs, errors = inventory(args.swift_dir, device_class, policy.name)
     plan = plan_substore(devs, [c.strip() for c in args.classes.split(',')],
-                         args.replicas, args.part_power, args.exclude or (),
-                         args.force)
+                         args.replicas, settings['part_power'],
+                         args.exclude or (), args.force)
     plan['warnings'] += ['cannot read a ring: ' + e for e in errors]
     plan.update(name=policy.name, index=int(policy), builder=builder_path,
-                ring=ring_path, min_part_hours=args.min_part_hours,
+                ring=ring_path, min_part_hours=settings['min_part_hours'],
+                settings_from=sources,
                 exists=[p for p in (builder_path, ring_path)
                         if os.path.exists(p)], built=None)
     if build:
         plan['built'] = build_substore(
             builder_path, ring_path, plan['devices'], args.replicas,
-            args.part_power, args.min_part_hours, args.seed)
+            settings['part_power'], settings['min_part_hours'], args.seed)
     return plan
+
+
+def settings_text(p):
+    """Where the part power and min_part_hours came from."""
+    sources = p['settings_from']
+    parts = ['%s %d from %s' % (LABELS[key], p[key], source)
+             for key, source in sources.items() if source]
+    missing = [key for key, source in sources.items() if not source]
+    if missing:
+        one = len(missing) == 1
+        parts.append(
+            '%s: %s (no %s, nor a builder of the cluster\'s rings in %s to '
+            'take %s from): apply needs %s given' % (
+                ' and '.join('%s %d' % (LABELS[key], p[key])
+                             for key in missing),
+                'a placeholder' if one else 'placeholders',
+                ', '.join(OPTIONS[key] for key in missing),
+                os.path.dirname(p['builder']), 'it' if one else 'them',
+                'it' if one else 'them'))
+    return ', '.join(parts)
 
 
 def format_plan(p):
     lines = ['substore %s (policy %d): %g replicas, 2^%d partitions, '
              'classes %s' % (p['name'], p['index'], p['replicas'],
                              p['part_power'], ','.join(p['classes'])),
+             settings_text(p),
              '%d devices on %d servers:' % (len(p['devices']),
                                             len(p['servers']))]
     for d in p['devices']:
@@ -257,8 +336,13 @@ def add_parsers(subparsers):
                        help='the devices\' classes, e.g. fast or '
                        'medium,fast')
         a.add_argument('--replicas', type=float, default=3.0)
-        a.add_argument('--part-power', type=int, default=10)
-        a.add_argument('--min-part-hours', type=int, default=MIN_PART_HOURS)
+        a.add_argument('--part-power', type=int,
+                       help='default: the part power of the cluster\'s '
+                       'first builder in --swift-dir (the default '
+                       'policy\'s first); apply needs one or the other')
+        a.add_argument('--min-part-hours', type=int,
+                       help='default: the min_part_hours of that builder; '
+                       'apply needs one or the other')
         a.add_argument('--exclude', action='append',
                        metavar='IP:PORT/DEVICE',
                        help='leave this device out (repeat)')

@@ -104,6 +104,5 @@ def add_parsers(subparsers):
     onoff.add_argument('--off', action='store_const', const=False,
                        dest='on', help='clear the mark')
     client.add_options(p)
-    output.json_option(p)
     p.set_defaults(func=lambda args: output.emit(
         args, lambda: command(args), text))

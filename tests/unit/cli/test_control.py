@@ -1,9 +1,13 @@
 """swift-mass status, tenants, explain, pin, unpin: the parts that need no
 cluster."""
 import json
+import time
 
 import pytest
+from swift.common import storage_policy
 from swift.common.memcached import MemcacheRing
+from swift.common.storage_policy import StoragePolicy, \
+    StoragePolicyCollection
 
 from swift_mass.cli import control, main as cli
 from swift_mass.conf import MassConf
@@ -66,7 +70,7 @@ def test_tenants_lists_the_policy_table(store, capsys):
     status, out, _ = run(capsys, 'tenants')
     assert status == 0
     header, row = out.splitlines()
-    assert header.split()[:4] == ['tenant', 'class', 'ring', 'method']
+    assert header.split()[:4] == ['tenant', 'class', 'substore', 'method']
     assert row.split()[:5] == ['AUTH_a', 'read', 'fast', 'cache', 'no']
     status, out, _ = run(capsys, 'explain', 'AUTH_a', '--json')
     assert status == 0
@@ -78,8 +82,8 @@ def test_a_bad_pin_or_config_exits_2_and_a_dead_store_1(store, monkeypatch,
     status, _, err = run(capsys, 'pin', 'AUTH_a', '--class', 'read',
                          '--ring', 'no-such-policy')
     assert status == 2
-    assert err.startswith("swift-mass: [pin] ring = 'no-such-policy' is "
-                          "not valid; allowed: ")
+    assert err.startswith("swift-mass: [pin] substore = 'no-such-policy' "
+                          "is not valid; allowed: ")
     assert store.get_pins() == {}
 
     def broken(conf_path):
@@ -87,3 +91,152 @@ def test_a_bad_pin_or_config_exits_2_and_a_dead_store_1(store, monkeypatch,
     monkeypatch.setattr(control, 'load', broken)
     assert run(capsys, 'status') == (
         1, '', 'swift-mass: OSError: connection refused\n')
+
+
+def test_global_options_after_the_subcommand(store, capsys):
+    status, out, _ = run(capsys, 'status', '--conf', 'after.conf', '--json')
+    assert status == 0
+    assert store.loaded == ['after.conf']
+    assert json.loads(out)['pins'] == 0
+
+
+@pytest.fixture
+def policies(monkeypatch):
+    """swift.conf's policies as the SAIO has them, whatever /etc/swift
+    holds."""
+    monkeypatch.setattr(storage_policy, '_POLICIES', StoragePolicyCollection(
+        [StoragePolicy(0, 'standard', is_default=True),
+         StoragePolicy(1, 'fast'), StoragePolicy(2, 'bulk')]))
+
+
+def test_pin_substore_and_its_old_spelling_ring(store, policies, capsys):
+    status, out, _ = run(capsys, '--json', 'pin', 'AUTH_a', '--class',
+                         'write', '--substore', 'bulk')
+    assert status == 0
+    # the stored pin keeps the key the controller reads
+    assert json.loads(out)['pin'] == {'class': 'write', 'ring': 'bulk'}
+    assert store.get_pins()['AUTH_a'] == {'class': 'write', 'ring': 'bulk'}
+    status, _, _ = run(capsys, 'pin', 'AUTH_b', '--class', 'read',
+                       '--ring', 'fast')
+    assert status == 0
+    assert store.get_pins()['AUTH_b'] == {'class': 'read', 'ring': 'fast'}
+    status, _, err = run(capsys, 'pin', 'AUTH_c', '--class', 'read',
+                         '--substore', 'gold')
+    assert status == 2
+    assert err.startswith("swift-mass: [pin] substore = 'gold' is not "
+                          "valid; allowed: a storage policy of swift.conf "
+                          "that is not deprecated (bulk, fast, standard)")
+    assert 'AUTH_c' not in store.get_pins()
+
+
+def requests(store, tenant, reads=0, writes=0):
+    """Requests counted for ``tenant`` in the current window, as a proxy
+    records them."""
+    store.add_counts_many([(tenant, time.time(), {
+        'ops.GET': reads, 'ops.PUT': writes})], ttl=600)
+
+
+@pytest.fixture
+def three(store):
+    """AUTH_b busiest, read-only and pinned; AUTH_a writing; AUTH_c known
+    by the table only."""
+    store.put_table({'AUTH_a': {'class': 'write', 'ring': 'bulk',
+                                'method': 'batch'},
+                     'AUTH_b': {'class': 'read', 'ring': 'fast',
+                                'method': 'cache', 'pinned': True},
+                     'AUTH_c': {'class': 'mixed', 'ring': ''}})
+    requests(store, 'AUTH_a', reads=5, writes=30)
+    requests(store, 'AUTH_b', reads=90)
+    return store
+
+
+def tenant_column(out):
+    return [line.split()[0] for line in out.splitlines()[1:]]
+
+
+@pytest.mark.parametrize('argv, order', [
+    # busiest first by default: the tenants an operator looks for
+    ((), ['AUTH_b', 'AUTH_a', 'AUTH_c']),
+    (('--sort', 'requests'), ['AUTH_b', 'AUTH_a', 'AUTH_c']),
+    (('--sort', 'writes'), ['AUTH_a', 'AUTH_b', 'AUTH_c']),
+    (('--sort', 'reads'), ['AUTH_b', 'AUTH_a', 'AUTH_c']),
+    (('--sort', 'tenant'), ['AUTH_a', 'AUTH_b', 'AUTH_c']),
+    (('--sort', 'class'), ['AUTH_c', 'AUTH_b', 'AUTH_a']),
+    # the default policy ('') after the named ones
+    (('--sort', 'substore'), ['AUTH_a', 'AUTH_b', 'AUTH_c']),
+    (('--sort', 'method'), ['AUTH_a', 'AUTH_b', 'AUTH_c']),
+    (('--sort', 'share'), ['AUTH_b', 'AUTH_a', 'AUTH_c']),
+    (('--sort', 'pinned'), ['AUTH_b', 'AUTH_a', 'AUTH_c']),
+    (('--top', '2', '--sort', 'writes'), ['AUTH_a', 'AUTH_b']),
+    (('--top', '1'), ['AUTH_b']),
+])
+def test_tenants_top_and_sort(three, capsys, argv, order):
+    status, out, _ = run(capsys, 'tenants', *argv)
+    assert status == 0
+    assert tenant_column(out) == order
+    status, out, _ = run(capsys, 'tenants', '--json', *argv)
+    assert [row['tenant'] for row in json.loads(out)] == order
+
+
+def test_tenants_json_keeps_its_shape(three, capsys):
+    status, out, _ = run(capsys, 'tenants', '--json', '--top', '1')
+    assert status == 0
+    row, = json.loads(out)
+    assert sorted(row) == ['class', 'figures', 'method', 'pinned',
+                           'reason', 'ring', 'since', 'tenant']
+    assert (row['tenant'], row['ring'], row['figures']['reads']) == (
+        'AUTH_b', 'fast', 90)
+
+
+@pytest.mark.parametrize('argv, message', [
+    (('--top', '0'), "argument --top: '0' is not valid; allowed: a whole "
+     'number, 1 or more'),
+    (('--sort', 'size'), "argument --sort: invalid choice: 'size'"),
+])
+def test_tenants_bad_top_or_sort(three, capsys, argv, message):
+    with pytest.raises(SystemExit) as caught:
+        cli.main(['tenants'] + list(argv))
+    assert caught.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_tenants_columns_fit_keystone_accounts(store, capsys):
+    keystone = 'AUTH_' + '0123456789abcdef' * 2
+    assert len(keystone) == 37
+    store.put_table({keystone: {'class': 'write', 'ring': 'bulk',
+                                'method': 'batch'},
+                     'AUTH_a': {'class': 'read', 'ring': 'fast',
+                                'method': 'cache'}})
+    requests(store, keystone, writes=123456789)
+    status, out, _ = run(capsys, 'tenants')
+    assert status == 0
+    header, first, second = out.splitlines()
+    assert header.split() == ['tenant', 'class', 'substore', 'method',
+                              'pinned', 'requests', 'reads', 'writes',
+                              'share', 'p99', 'ms']
+    assert first.split()[:8] == [keystone, 'write', 'bulk', 'batch', 'no',
+                                 '123456789', '0', '123456789']
+    # every column starts where its heading does
+    for line in (first, second):
+        for heading in ('class', 'substore', 'method'):
+            start = header.index(heading)
+            assert line[start - 1] == ' ' and line[start] != ' '
+    # and numbers end where their heading does
+    end = header.index('writes') + len('writes')
+    assert first[:end].endswith(' 123456789')
+    assert second[:end].endswith(' 0')
+
+
+def test_explain_a_tenant_the_store_does_not_know_exits_1(three, capsys):
+    status, out, err = run(capsys, 'explain', 'AUTH_nobody')
+    assert (status, out) == (1, '')
+    assert err == ('swift-mass: AUTH_nobody: no such tenant in the store: '
+                   'not in the policy table, not pinned, no requests in '
+                   'the last 60s\n')
+    # known by the table alone, by its requests alone, by its pin alone
+    requests(three, 'AUTH_d', reads=1)
+    three.set_pin('AUTH_e', {'class': 'read'})
+    for tenant in ('AUTH_c', 'AUTH_d', 'AUTH_e'):
+        status, out, _ = run(capsys, 'explain', tenant, '--json')
+        assert status == 0
+        assert json.loads(out)['tenant'] == tenant

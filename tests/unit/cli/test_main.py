@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+import swift_mass
 from swift_mass.cli import main as cli
 
 COMMANDS = ['status', 'tenants', 'explain', 'pin', 'unpin', 'migrate',
@@ -71,3 +72,42 @@ def test_subcommand_skips_the_top_options():
     assert cli.build_parser('queue').parse_args(
         ['queue', '--json']).json is True
     assert cli.build_parser('queue').parse_args(['queue']).json is False
+
+
+@pytest.mark.parametrize('command, argv', [
+    ('status', ['--conf', 'p.conf', '--json', 'status']),
+    ('status', ['status', '--conf', 'p.conf', '--json']),
+    ('pin', ['--json', 'pin', 'T', '--class', 'read', '--conf', 'p.conf']),
+    ('weights', ['weights', 'plan', '--ring', 'standard', '--conf',
+                 'p.conf', '--json']),
+    ('substores', ['substores', '--conf', 'p.conf', 'plan', '--name',
+                   'fast', '--classes', 'fast', '--json']),
+    ('migrate', ['migrate', 'plan', 'T', '--json', '--conf', 'p.conf']),
+    ('queue', ['queue', '--conf', 'p.conf', '--json']),
+])
+def test_global_options_anywhere_on_the_line(command, argv):
+    # --conf was taken only before the subcommand: "swift-mass status
+    # --conf p.conf" failed with "unrecognized arguments"
+    assert cli.subcommand(argv) == command
+    args = cli.build_parser(command).parse_args(argv)
+    assert (args.conf, args.json) == ('p.conf', True)
+
+
+def test_global_options_default_wherever_they_are_not_given():
+    for argv in (['status'], ['substores', 'plan', '--name', 'fast',
+                              '--classes', 'fast']):
+        args = cli.build_parser(argv[0]).parse_args(argv)
+        assert (args.conf, args.json) == ('/etc/swift/proxy-server.conf',
+                                          False)
+    # the last one given wins, wherever it is
+    args = cli.build_parser('status').parse_args(
+        ['--conf', 'a.conf', 'status', '--conf', 'b.conf'])
+    assert args.conf == 'b.conf'
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as caught:
+        cli.main(['--version'])
+    assert caught.value.code == 0
+    assert capsys.readouterr().out == 'swift-mass %s\n' % \
+        swift_mass.__version__

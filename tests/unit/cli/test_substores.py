@@ -181,8 +181,10 @@ def test_cli_plan_then_apply(swift_dir, capsys):
             '--part-power', '6', '--seed', '1')
     status, out, err = run(capsys, 'substores', 'plan', *args)
     assert (status, err) == (0, '')
-    assert out.splitlines()[:3] == [
+    assert out.splitlines()[:4] == [
         'substore ssd (policy 2): 3 replicas, 2^6 partitions, classes fast',
+        'part power 6 from --part-power, min_part_hours 0 from %s'
+        % os.path.join(swift_dir, 'object.builder'),
         '4 devices on 4 servers:',
         '  127.0.0.1:6210/sdb1        fast       region 1 zone 1 weight 1']
     assert 'dry run: nothing written (substores apply builds %s' % \
@@ -233,3 +235,81 @@ def test_cli_refusals(swift_dir, capsys):
                          swift_dir, '--name', 'ec', '--classes', 'fast')
     assert status == 1
     assert 'a erasure_coding policy; allowed: a replication policy' in err
+
+
+def built_settings(swift_dir):
+    builder = RingBuilder.load(os.path.join(swift_dir, 'object-2.builder'))
+    return builder.part_power, builder.min_part_hours
+
+
+def test_apply_takes_part_power_and_min_part_hours_from_the_cluster(
+        swift_dir, capsys):
+    # it built every substore with the SAIO's part power 10 and
+    # min_part_hours 1, whatever the cluster's rings had
+    reference = os.path.join(swift_dir, 'object.builder')
+    assert (RingBuilder.load(reference).part_power,
+            RingBuilder.load(reference).min_part_hours) == (8, 0)
+    args = ('--swift-dir', swift_dir, '--name', 'ssd', '--classes', 'fast',
+            '--seed', '1')
+    status, out, _ = run(capsys, 'substores', 'plan', *args)
+    assert status == 0
+    assert out.splitlines()[1] == (
+        'part power 8 from %s, min_part_hours 0 from %s' % (reference,
+                                                            reference))
+    status, out, _ = run(capsys, 'substores', 'apply', '--json', *args)
+    assert status == 0
+    result = json.loads(out)
+    assert (result['part_power'], result['min_part_hours']) == (8, 0)
+    assert result['settings_from'] == {'part_power': reference,
+                                       'min_part_hours': reference}
+    assert built_settings(swift_dir) == (8, 0)
+
+
+def test_options_win_over_the_clusters_builder(swift_dir, capsys):
+    status, out, _ = run(capsys, 'substores', 'apply', '--swift-dir',
+                         swift_dir, '--name', 'ssd', '--classes', 'fast',
+                         '--part-power', '6', '--seed', '1')
+    assert status == 0
+    assert out.splitlines()[1] == (
+        'part power 6 from --part-power, min_part_hours 0 from %s'
+        % os.path.join(swift_dir, 'object.builder'))
+    assert built_settings(swift_dir) == (6, 0)
+
+
+def test_without_a_builder_apply_needs_both_options(swift_dir, capsys):
+    for name in os.listdir(swift_dir):
+        if name.endswith('.builder'):
+            os.unlink(os.path.join(swift_dir, name))
+    args = ('--swift-dir', swift_dir, '--name', 'ssd', '--classes', 'fast',
+            '--seed', '1')
+    status, out, _ = run(capsys, 'substores', 'plan', *args)
+    assert status == 0
+    assert out.splitlines()[1] == (
+        'part power 10 and min_part_hours 1: placeholders (no '
+        '--part-power, --min-part-hours, nor a builder of the cluster\'s '
+        'rings in %s to take them from): apply needs them given'
+        % swift_dir)
+    status, out, _ = run(capsys, '--json', 'substores', 'plan', *args)
+    assert json.loads(out)['settings_from'] == {
+        'part_power': None, 'min_part_hours': None}
+    for given, missing in (
+            ((), 'the part power and min_part_hours from: give '
+             '--part-power and --min-part-hours'),
+            (('--part-power', '6'), 'min_part_hours from: give '
+             '--min-part-hours'),
+            (('--min-part-hours', '2'), 'the part power from: give '
+             '--part-power')):
+        status, out, err = run(capsys, 'substores', 'apply', *(
+            args + given))
+        assert (status, out) == (1, '')
+        assert err.startswith(
+            'swift-mass: ValueError: no builder of the cluster\'s rings in '
+            '%s to take %s' % (swift_dir, missing))
+        assert not os.path.exists(os.path.join(swift_dir,
+                                               'object-2.builder'))
+    status, out, _ = run(capsys, 'substores', 'apply', '--part-power', '6',
+                         '--min-part-hours', '2', *args)
+    assert status == 0
+    assert out.splitlines()[1] == ('part power 6 from --part-power, '
+                                   'min_part_hours 2 from --min-part-hours')
+    assert built_settings(swift_dir) == (6, 2)
