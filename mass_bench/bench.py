@@ -1,5 +1,6 @@
 """``tools/bench`` (``python3 -m mass_bench``): several tenants' workloads
-at once against a SAIO, compared across modes in one run.
+at once against a SAIO, compared across modes in one run.  This module is
+the driver: the modes, a run, the ABBA cycles and the command line.
 
 Modes, all on the same cluster:
 
@@ -26,50 +27,23 @@ objects (through ``--seed-url``'s proxy if given: one without Mass, so
 that Mass's monitor does not count the filling as the tenant's
 workload); then the bench writes the page cache back (``sync``) and waits
 ``--settle`` seconds (default 35), so that the filling's write-back does
-not fall in the measured window; then all tenants' clients run at once,
-one process per tenant with one thread and connection per client, for a
-warm-up that is not measured and the measured window (``--seconds``).
-Clients issue requests until the window's end and the bench waits for the
-last one's answer; a request is counted in the window it *completed* in
-(began + latency inside [warm-up, warm-up + seconds]), whether it began in
-the warm-up or not.  Per tenant: operations/s, MB/s, mean, p50 and p99
-latency, errors (5xx and failed connections), the cache's hit ratio (GETs
-answered with ``X-Mass-Cache: hit`` among successful GETs) and a
-per-second timeline of operations/s.
-
-What Mass did (``mass_bench.policy_table``): each second, from the start
-of the warm-up to the window's end, the policy table's entry of every
-tenant (class, substore, method, validation state).  Per tenant: the
-seconds of each class, substore and method in the window, the decisions
-seen (a new policy, a method validated or deleted, a pin) and, in the
-modes with Mass in the pipelines, whether the method in force most of the
-window was in force all of it; a run in which it was not is flagged
-("method not in force for the whole window"): it measured a mixture.
-
-Where the time went and what an operation cost (``mass_bench.resources``),
-sampled at the window's start and end: the CPU busy and waiting for I/O;
-CPU seconds per process group (proxies, object, container and account
-servers, Redis, memcached, other Swift daemons) and of the load generator
-(the client processes measure their own); on the SAIO's hetero profile
-each device class's IOPS, utilisation and share of its throttle's limit;
-and the commands Redis ran.  Per operation (of all tenants together:
-servers' work is not split by tenant): CPU ms per group, device I/Os per
-class, Redis commands.  Each run prints the load generator's CPU as a
-share of the machine (all cores over the window): a load generator that
-takes much of the machine measures itself.
+not fall in the measured window; then all tenants' clients run at once
+(``mass_bench.clients``: one process per tenant with one thread and
+connection per client), for a warm-up that is not measured and the
+measured window (``--seconds``).  From the warm-up's start to the
+window's end the bench samples the policy table each second (what Mass
+did: ``mass_bench.policy_table``), and at the window's start and end
+where the time went (``mass_bench.resources``).  The figures of a run
+(per tenant, counted by the window a request completed in) and of a
+comparison are ``mass_bench.summary``'s.
 
 Machines like these differ by 5-10 % between identical runs, so the modes
 alternate in ABBA order (default, static, mass, then mass, static, default,
 ...) for ``--cycles`` cycles, and each cycle also runs ``default`` a
 second time (the A/A control: what two identical runs differ by here).
 Every ratio against ``default`` of the same cycle is summed up over cycles
-(``mass_bench.ratios``) by its median, its min-max and a 95 % bootstrap
-interval (cycles resampled with replacement, 2000 times, fixed seed);
-it is a difference only when the interval excludes 1 and the median is
-outside the A/A control's spread (reported per tenant and for all
-tenants).  Beside "(all)" (all tenants' operations added up), "geo-mean"
-is the per-tenant summary: the geometric mean of the tenants' ratios
-(each tenant counts the same), with its own interval.
+(``mass_bench.summary``, ``mass_bench.ratios``): its median, min-max and
+95 % bootstrap interval, and whether it is a difference.
 
 To tell a 10 % effect, run at least 5 cycles of at least 120 s each, with
 the starting objects written by a proxy without Mass::
@@ -86,34 +60,28 @@ tenant A dominating, then tenant C dominating) and ``--staged internal`` a
 tenant that switches from reads to writes, each once per mode: the
 timeline shows when Mass reacted.
 
-Results: a table on stdout, ``results.json`` (non-finite numbers as
-null), and PNG plots in ``--out`` when matplotlib is installed
-(``mass_bench.plots``: throughput and latency per mode with the A/A band
-and p99, a per-second timeline of every run per mode; a timeline for
-staged runs).  Benchmarks are not tests: nothing here asserts a speed.
+Results: a table on stdout (``mass_bench.report``), ``results.json``
+(non-finite numbers as null), and PNG plots in ``--out`` when matplotlib
+is installed (``mass_bench.plots``).  Benchmarks are not tests: nothing
+here asserts a speed.
 """
 import argparse
-import collections
 import configparser
-import http.client
 import json
 import logging
 import math
 import multiprocessing
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import threading
 import time
 import urllib.parse
 
-from swiftclient.client import get_auth
-
-from mass_bench import policy_table, resources, rings, workloads
-from mass_bench.ratios import abba, control_spread, geometric_mean, \
-    ratio_summary
+from mass_bench import clients, policy_table, report, resources, rings, \
+    summary, workloads
+from mass_bench.ratios import abba
 from swift_mass.control.store import shared_store
 
 MODES = ('default', 'static', 'mass')
@@ -124,7 +92,6 @@ PROXY_CONF = '/etc/swift/proxy-server.conf'
 # [filter:mass_queue] options in all of them.
 OBJECT_CONF = '/etc/swift/object-server/1.conf'
 QUEUE_SECTION = 'filter:mass_queue'
-ERROR = 599  # status recorded for a request that got no answer
 # seconds between the seeding (then sync) and the clients: the write-back
 # of a few hundred MB of starting objects is over by then
 SETTLE_SECONDS = 35.0
@@ -181,269 +148,6 @@ def default_saio():
     path = os.path.join(here, 'tools', 'saio')
     return path if os.path.exists(path) else None
 
-
-class Tenant(object):
-    """A tempauth user and the workload its clients run."""
-
-    def __init__(self, label, user, key, workload):
-        self.label, self.user, self.key = label, user, key
-        self.workload = workload
-        self.url = self.token = None
-
-    @classmethod
-    def parse(cls, text):
-        """``ACCOUNT:USER:KEY=WORKLOAD``, e.g. ``photos:web:web=A,
-        concurrency=4``; the label is the account name."""
-        who, sep, spec = text.partition('=')
-        parts = who.split(':')
-        if not sep or len(parts) != 3 or not all(parts):
-            raise ValueError('%r: expected ACCOUNT:USER:KEY=WORKLOAD' % text)
-        account, user, key = parts
-        return cls(account, '%s:%s' % (account, user), key,
-                   workloads.parse(spec))
-
-    def authenticate(self, auth_url):
-        self.url, self.token = get_auth(auth_url, self.user, self.key)
-
-    @property
-    def account(self):
-        return urllib.parse.unquote(self.url.rstrip('/').rsplit('/', 1)[1])
-
-
-class Connection(object):
-    """One keep-alive HTTP connection to the proxy, reopened after an
-    error."""
-    # Not swiftclient's: a client here times one request as the proxy
-    # answers it, with no retry, re-authentication or body held in memory.
-
-    def __init__(self, url, timeout=60):
-        parsed = urllib.parse.urlsplit(url)
-        self.netloc, self.base = parsed.netloc, parsed.path
-        self.timeout = timeout
-        self.conn = None
-
-    def request(self, method, path, headers, body=None):
-        """(status, headers, body length); ERROR when no answer came."""
-        try:
-            if self.conn is None:
-                self.conn = http.client.HTTPConnection(
-                    self.netloc, timeout=self.timeout)
-            self.conn.request(method, self.base + path, body=body,
-                              headers=headers)
-            resp = self.conn.getresponse()
-            length = 0
-            while True:
-                chunk = resp.read(65536)
-                if not chunk:
-                    break
-                length += len(chunk)
-            return resp.status, {k.lower(): v for k, v in
-                                 resp.getheaders()}, length
-        except (OSError, http.client.HTTPException):
-            if self.conn is not None:
-                self.conn.close()
-            self.conn = None
-            return ERROR, {}, 0
-
-
-# ------------------------------------------------------------- the clients
-
-class ObjectSet(object):
-    """The names of the objects clients read, overwrite and delete, in
-    popularity order (for Zipf: the first is rank 1); clients of one
-    tenant may share one set."""
-
-    def __init__(self, names):
-        self.names = list(names)
-        self.lock = threading.Lock()
-
-    def __len__(self):
-        return len(self.names)
-
-    def draw(self, chooser):
-        """A name picked by the chooser's popularity; None when empty."""
-        with self.lock:
-            if not self.names:
-                return None
-            return self.names[chooser.index(len(self.names))]
-
-    def add(self, name):
-        with self.lock:
-            self.names.append(name)
-
-    def discard(self, name):
-        with self.lock:
-            if name in self.names:
-                self.names.remove(name)
-
-
-def client_sets(workload, names):
-    """Each client's ObjectSet: with uniform popularity its own slice of
-    the names (as before popularity existed), with Zipf one set for all,
-    so that every client finds the same objects hot."""
-    if workload.zipf is None:
-        return [ObjectSet(names[i::workload.concurrency])
-                for i in range(workload.concurrency)]
-    return [ObjectSet(names)] * workload.concurrency
-
-
-def client(tenant, workload, container, objects, seed, start, stop_at, out):
-    """One client: operations as the workload draws them, until stop_at
-    (or workload.operations of them); appends (offset from start,
-    operation, latency s, status, bytes, X-Mass-Cache of a GET or '') to
-    out.  PUTs create new objects (added to ``objects``) or, with
-    workload.overwrite, rewrite one of ``objects``."""
-    chooser = workloads.Chooser(workload, seed)
-    conn = Connection(tenant.url)
-    headers = {'X-Auth-Token': tenant.token}
-    body_cache = {}
-    made = 0
-    limit = workload.operations
-    done = 0
-    while time.time() < stop_at and not (limit and done >= limit):
-        op = chooser.operation(have_objects=bool(objects))
-        name = None
-        if op != 'PUT' or workload.overwrite:
-            name = objects.draw(chooser)
-            if name is None:
-                op = 'PUT'  # another client deleted the last one
-        new = name is None
-        if op == 'PUT':
-            size = chooser.size()
-            body = body_cache.get(size)
-            if body is None:
-                body = body_cache[size] = os.urandom(size)
-            if new:
-                name = 'c%d-%d' % (seed, made)
-                made += 1
-        else:
-            body, size = None, 0
-        path = '/%s/%s' % (container, name)
-        began = time.time()
-        status, answer, length = conn.request(op, path, headers, body)
-        latency = time.time() - began
-        if op == 'PUT' and new and status // 100 == 2:
-            objects.add(name)
-        elif op == 'DELETE' and status // 100 == 2:
-            objects.discard(name)
-        out.append((began - start, op, latency, status,
-                    size if op == 'PUT' else length,
-                    answer.get('x-mass-cache', '').lower()
-                    if op == 'GET' else ''))
-        done += 1
-
-
-def sleep_until(moment):
-    delay = moment - time.time()
-    if delay > 0:
-        time.sleep(delay)
-
-
-def cpu_between(begin, end, out):
-    """Append to ``out`` this process's CPU seconds (all its threads)
-    from time ``begin`` to ``end``."""
-    sleep_until(begin)
-    before = resources.own_cpu_seconds()
-    sleep_until(end)
-    out.append(resources.own_cpu_seconds() - before)
-
-
-def tenant_process(tenant, workload, container, names, start, stop_at,
-                   results, index, measured_from=None):
-    """All of one tenant's clients, in their own process so that clients
-    of different tenants do not share one interpreter lock; puts (label,
-    rows, the process's CPU seconds from ``measured_from`` to
-    ``stop_at``) on ``results``."""
-    sets = client_sets(workload, names)
-    outs = [[] for _ in range(workload.concurrency)]
-    threads = [threading.Thread(target=client, args=(
-        tenant, workload, container, sets[i], index * 1000 + i,
-        start, stop_at, outs[i])) for i in range(workload.concurrency)]
-    cpu = []
-    threads.append(threading.Thread(target=cpu_between, args=(
-        start if measured_from is None else measured_from, stop_at, cpu)))
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    results.put((tenant.label, [row for out in outs for row in out],
-                 cpu[0]))
-
-
-# ------------------------------------------------------------- statistics
-
-def percentile(values, fraction):
-    """The ``fraction`` (0.01 to 0.99) percentile of ``values``, by
-    linear interpolation between the closest ranks; None without values."""
-    if len(values) < 2:
-        # statistics.quantiles wants two values before Python 3.13
-        return values[0] if values else None
-    return statistics.quantiles(values, n=100, method='inclusive')[
-        round(fraction * 100) - 1]
-
-
-def completed_in(rows, begin, end):
-    """The rows of requests that completed (began + latency) in [begin,
-    end)."""
-    return [r for r in rows if begin <= r[0] + r[2] < end]
-
-
-def summarise(rows, warmup, seconds):
-    """Figures of one tenant's measured requests: those that completed
-    in the window [warmup, warmup + seconds), wherever they began."""
-    measured = completed_in(rows, warmup, warmup + seconds)
-    ok = [r for r in measured if r[3] < 500]
-    latencies = sorted(r[2] * 1000.0 for r in ok)
-    moved = sum(r[4] for r in ok)
-    by_op = collections.Counter(r[1] for r in measured)
-    gets = [r for r in ok if r[1] == 'GET' and r[3] // 100 == 2]
-    hits = sum(1 for r in gets if r[5] == 'hit')
-    return {
-        'operations': len(measured),
-        'errors': len(measured) - len(ok),
-        'by_operation': dict(by_op),
-        'ops_per_s': len(ok) / seconds if seconds else 0.0,
-        'mb_per_s': moved / seconds / 1e6 if seconds else 0.0,
-        'mean_ms': statistics.mean(latencies) if latencies else None,
-        'p50_ms': percentile(latencies, 0.5),
-        'p99_ms': percentile(latencies, 0.99),
-        'statuses': dict(collections.Counter(str(r[3]) for r in measured)),
-        'gets': len(gets),
-        'hits': hits,
-        'hit_ratio': hits / len(gets) if gets else None,
-    }
-
-
-def timeline(rows, seconds):
-    """Per whole second of the measured time: operations finished OK and
-    their mean latency (ms)."""
-    ops = [0] * int(seconds)
-    lat = [0.0] * int(seconds)
-    for offset, _op, latency, status, *_ in rows:
-        second = int(math.floor(offset + latency))
-        if 0 <= second < len(ops) and status < 500:
-            ops[second] += 1
-            lat[second] += latency * 1000.0
-    return {'ops': ops, 'mean_ms': [lat[i] / ops[i] if ops[i] else None
-                                    for i in range(len(ops))]}
-
-
-def window_ticks(warmup, seconds):
-    """The offsets from the window's start at which a run samples: each
-    whole second from the warm-up's start, and the window's end."""
-    first = -int(math.floor(warmup))
-    return [float(k) for k in range(first, int(math.ceil(seconds)))] + \
-        [float(seconds)]
-
-
-def classes_of(sample):
-    """{label: class} of a policy table sample ('unknown' for a tenant
-    without an entry; {} for a table that could not be read)."""
-    return {label: (entry or {}).get('class') or 'unknown'
-            for label, entry in (sample or {}).items()}
-
-
-# ------------------------------------------------------------- the driver
 
 class Bench(object):
 
@@ -576,7 +280,7 @@ class Bench(object):
     def classes(self):
         """{label: class} of the tenants now ('unknown' without an
         entry); {} when the table cannot be read."""
-        return classes_of(self.policy_sample())
+        return summary.classes_of(self.policy_sample())
 
     def mass_in_pipeline(self):
         return self.base_mode in ('static', 'mass')
@@ -590,7 +294,7 @@ class Bench(object):
         create = dict(headers)
         if workload.policy:
             create['X-Storage-Policy'] = workload.policy
-        status, _, _ = Connection(tenant.url).request(
+        status, _, _ = clients.Connection(tenant.url).request(
             'PUT', '/' + container, create)
         if status // 100 != 2:
             raise RuntimeError('cannot create %s for %s: %d' % (
@@ -603,7 +307,7 @@ class Bench(object):
         bodies = {}
 
         def put(chunk):
-            conn = Connection(self.seed_storage_url(tenant))
+            conn = clients.Connection(self.seed_storage_url(tenant))
             for name in chunk:
                 size = chooser.size()
                 body = bodies.setdefault(size, os.urandom(size))
@@ -655,7 +359,7 @@ class Bench(object):
         puts its rows on."""
         ctx = multiprocessing.get_context('fork')
         results = ctx.Queue()
-        procs = [ctx.Process(target=tenant_process, args=(
+        procs = [ctx.Process(target=clients.tenant_process, args=(
             tenant, workload, prepared[tenant.label][0],
             prepared[tenant.label][1], start, stop_at, results, i,
             start + warmup)) for i, (tenant, workload) in enumerate(active)]
@@ -669,8 +373,8 @@ class Bench(object):
         (policy samples, where the time went)."""
         window_start = start + warmup
         samples, before = [], None
-        for tick in window_ticks(warmup, seconds):
-            sleep_until(window_start + tick)
+        for tick in summary.window_ticks(warmup, seconds):
+            clients.sleep_until(window_start + tick)
             if before is None and tick >= 0:
                 before = self.sampler.snapshot()
             if tick >= seconds:
@@ -700,8 +404,8 @@ class Bench(object):
         """One tenant's figures of a run, rows' offsets from the start of
         the window."""
         rows = [(r[0] - warmup,) + tuple(r[1:]) for r in rows]
-        figures = summarise(rows, 0.0, seconds)
-        figures['timeline'] = timeline(rows, seconds)
+        figures = summary.summarise(rows, 0.0, seconds)
+        figures['timeline'] = summary.timeline(rows, seconds)
         figures['workload'] = workload.name
         figures['concurrency'] = workload.concurrency
         figures['mass'] = policy_table.what_mass_did(
@@ -734,7 +438,7 @@ class Bench(object):
                 'warmup': warmup, 'settle': self.settle_after_seeding,
                 'mass_in_pipeline': self.mass_in_pipeline(),
                 'tenants': out, 'policy': samples,
-                'classes': [[t, classes_of(s)] for t, s in samples],
+                'classes': [[t, summary.classes_of(s)] for t, s in samples],
                 'resources': where,
                 'load_generator': {
                     'cpu_seconds': load, 'cores': os.cpu_count(),
@@ -767,12 +471,12 @@ class Bench(object):
                 result['cycle'] = cycle
                 result['control'] = is_control
                 runs.append(result)
-                self.progress(format_run(result))
+                self.progress(report.format_run(result))
         self.unpin()
-        return {'runs': runs, 'summary': summary(runs, modes),
-                'per_tenant': per_tenant_summary(runs, modes),
-                'resources': resource_summary(runs, modes),
-                'costs': cost_summary(runs, modes)}
+        return {'runs': runs, 'summary': summary.summary(runs, modes),
+                'per_tenant': summary.per_tenant_summary(runs, modes),
+                'resources': summary.resource_summary(runs, modes),
+                'costs': summary.cost_summary(runs, modes)}
 
     def staged(self, stages, modes):
         runs = []
@@ -782,312 +486,9 @@ class Bench(object):
                 result = self.run(stage, '%s %s' % (mode, name))
                 result['stage'] = name
                 runs.append(result)
-                self.progress(format_run(result))
+                self.progress(report.format_run(result))
         self.unpin()
         return {'runs': runs}
-
-
-ALL = '(all)'
-GEOMEAN = 'geo-mean'
-
-
-def overall(tenants):
-    """All tenants of a run as one: operations and bytes added up, the
-    mean latency weighted by operations (percentiles do not add up)."""
-    ops = sum(f['ops_per_s'] for f in tenants.values())
-    weighted = [(f['mean_ms'], f['ops_per_s']) for f in tenants.values()
-                if f['mean_ms'] is not None]
-    gets = sum(f['gets'] for f in tenants.values())
-    hits = sum(f['hits'] for f in tenants.values())
-    return {'ops_per_s': ops,
-            'mb_per_s': sum(f['mb_per_s'] for f in tenants.values()),
-            'mean_ms': sum(m * n for m, n in weighted) / ops if ops
-            else None,
-            'p50_ms': None, 'p99_ms': None,
-            'errors': sum(f['errors'] for f in tenants.values()),
-            'gets': gets, 'hits': hits,
-            'hit_ratio': hits / gets if gets else None}
-
-
-RATIO_FIELDS = (('throughput_ratio', 'ops_per_s'),
-                ('latency_ratio', 'mean_ms'))
-
-
-def by_label_and_cycle(runs):
-    """{(label, cycle): {mode or 'control': figures}}, with all tenants
-    together as ALL when a run has several."""
-    by = collections.defaultdict(dict)
-    for run in runs:
-        tenants = dict(run['tenants'])
-        if len(tenants) > 1:
-            tenants[ALL] = overall(run['tenants'])
-        for label, figures in tenants.items():
-            key = 'control' if run['control'] else run['mode']
-            by[(label, run['cycle'])][key] = figures
-    return by
-
-
-def _medians(figs):
-    entry = {}
-    for name in ('ops_per_s', 'mb_per_s', 'mean_ms', 'p50_ms', 'p99_ms',
-                 'hit_ratio'):
-        values = [f[name] for f in figs if f.get(name) is not None]
-        entry[name] = statistics.median(values) if values else None
-    entry['errors'] = sum(f['errors'] for f in figs)
-    return entry
-
-
-def summary(runs, modes):
-    """Per tenant and mode, and for all tenants together: median figures
-    over cycles, the ratios of throughput and mean latency against
-    default of the same cycle (ratios.ratio_summary), and in 'control'
-    the A/A control's spread."""
-    out = {}
-    by = by_label_and_cycle(runs)
-    for label in sorted({label for label, _ in by}):
-        cycles = [by[k] for k in sorted(by) if k[0] == label]
-        out[label] = {}
-        for mode in list(modes) + ['control']:
-            figs = [c[mode] for c in cycles if mode in c]
-            if not figs:
-                continue
-            entry = _medians(figs)
-            if mode == 'control':
-                entry['aa_spread'] = {field: control_spread(
-                    [_ratio(c, 'control', field) for c in cycles])
-                    for _, field in RATIO_FIELDS}
-            elif mode != 'default':
-                for name, field in RATIO_FIELDS:
-                    entry[name] = ratio_summary(
-                        [_ratio(c, mode, field) for c in cycles],
-                        [_ratio(c, 'control', field) for c in cycles])
-            out[label][mode] = entry
-    return out
-
-
-def geomean_ratios(by, labels, cycle, mode, field):
-    """The geometric mean of the tenants' ratios in one cycle."""
-    return geometric_mean([_ratio(by.get((label, cycle), {}), mode, field)
-                           for label in labels])
-
-
-def per_tenant_summary(runs, modes):
-    """The per-tenant summary figure: per mode, the geometric mean over
-    tenants of their ratios against default, summed up over cycles as
-    any ratio is; in 'control' the A/A control's spread of it."""
-    by = by_label_and_cycle(runs)
-    labels = sorted({label for label, _ in by if label != ALL})
-    cycles = sorted({cycle for _, cycle in by})
-    if not labels:
-        return {}
-
-    def per_cycle(mode, field):
-        return [geomean_ratios(by, labels, c, mode, field) for c in cycles]
-    out = {}
-    for mode in modes:
-        if mode == 'default':
-            continue
-        out[mode] = {name: ratio_summary(per_cycle(mode, field),
-                                         per_cycle('control', field))
-                     for name, field in RATIO_FIELDS}
-    out['control'] = {'aa_spread': {
-        field: control_spread(per_cycle('control', field))
-        for _, field in RATIO_FIELDS}}
-    return out
-
-
-def _runs_of(runs, mode):
-    return [r for r in runs if (r['control'] if mode == 'control'
-                                else r['mode'] == mode and
-                                not r['control'])]
-
-
-def median_by_mode(runs, modes, key):
-    """Per mode (and 'control'): the median over its runs of each number
-    of run[key]."""
-    out = {}
-    for mode in list(modes) + ['control']:
-        value = resources.median_tree([r.get(key)
-                                       for r in _runs_of(runs, mode)])
-        if value is not None:
-            out[mode] = value
-    return out
-
-
-def resource_summary(runs, modes):
-    """Per mode (and 'control'): the median over its runs of where the
-    time went."""
-    return median_by_mode(runs, modes, 'resources')
-
-
-def cost_summary(runs, modes):
-    """Per mode (and 'control'): the median over its runs of the costs
-    per operation."""
-    return median_by_mode(runs, modes, 'costs')
-
-
-def flagged_runs(runs):
-    """[(run label, tenant, note)] of every tenant whose method was not
-    in force for the whole window."""
-    return [(run['label'], label, note)
-            for run in runs
-            for label, figures in sorted(run['tenants'].items())
-            for note in [policy_table.flagged(figures.get('mass'))]
-            if note]
-
-
-def _ratio(cycle, mode, field):
-    if mode not in cycle or 'default' not in cycle:
-        return None
-    base = cycle['default'][field]
-    value = cycle[mode][field]
-    if not base or value is None:
-        return None
-    return value / base
-
-
-# ------------------------------------------------------------- output
-
-def _ms(value):
-    return '%.1f' % value if value is not None else '-'
-
-
-def _hit(value):
-    return '%.1f' % (100.0 * value) if value is not None else ''
-
-
-def format_run(run):
-    lines = []
-    for label, f in sorted(run['tenants'].items()):
-        hits = f.get('hit_ratio')
-        lines.append('    %-10s %-18s %8.1f ops/s %7.2f MB/s mean %7s ms '
-                     'p99 %7s ms errors %d%s' % (
-                         label, f['workload'], f['ops_per_s'], f['mb_per_s'],
-                         _ms(f['mean_ms']), _ms(f['p99_ms']), f['errors'],
-                         '' if hits is None else ' hits %s %%' % _hit(hits)))
-        lines += format_mass(run, f.get('mass'))
-    if 'resources' in run:
-        lines.append(resources.format_line(run['resources']))
-    if run.get('load_generator'):
-        lines.append(format_load_generator(run['load_generator']))
-    if run.get('costs'):
-        lines.append(resources.format_cost_line(run['costs']))
-    return '\n'.join(lines)
-
-
-def format_mass(run, did):
-    """What Mass did for one tenant in a run, when Mass was in the
-    pipelines: lines, the flag of a method not in force throughout
-    first."""
-    if not did or not run.get('mass_in_pipeline'):
-        return []
-    note = policy_table.flagged(did)
-    return (['      ! %s' % note] if note else []) + [
-        '      mass: %s' % policy_table.describe(did)]
-
-
-def format_load_generator(load):
-    share = load.get('machine_pct')
-    return '    load generator: %s %% of the machine (%.1f CPU s, %s cores)' \
-        % ('-' if share is None else '%.0f' % share, load['cpu_seconds'],
-           load.get('cores') or '-')
-
-
-def _fmt_ratio(r):
-    if not r:
-        return '-'
-    interval = r.get('interval') or {'low': r['min'], 'high': r['max']}
-    text = '%.3f [%.3f-%.3f]' % (r['median'], interval['low'],
-                                 interval['high'])
-    if r.get('verdict') == 'no difference':
-        text += ' ~'
-    return text
-
-
-SUMMARY_ROW = '%-10s %-8s %9s %8s %9s %9s %9s %6s %6s  %-24s %-24s'
-
-
-def _summary_row(label, mode, e):
-    return SUMMARY_ROW % (
-        label, 'default*' if mode == 'control' else mode,
-        '%.1f' % e['ops_per_s'], '%.2f' % e['mb_per_s'], _ms(e['mean_ms']),
-        _ms(e['p50_ms']), _ms(e['p99_ms']), e['errors'],
-        _hit(e.get('hit_ratio')), _fmt_ratio(e.get('throughput_ratio')),
-        _fmt_ratio(e.get('latency_ratio')))
-
-
-def _geomean_rows(per_tenant):
-    return [SUMMARY_ROW % (GEOMEAN, mode, '', '', '', '', '', '', '',
-                           _fmt_ratio(e.get('throughput_ratio')),
-                           _fmt_ratio(e.get('latency_ratio')))
-            for mode, e in per_tenant.items() if mode != 'control']
-
-
-def _spread(s):
-    return '%.3f-%.3f' % (s['min'], s['max']) if s else '-'
-
-
-def format_spreads(result):
-    """The A/A control's spread per tenant, for all tenants and of the
-    geo-mean; [] without a control."""
-    spreads = [(label, modes['control']['aa_spread'])
-               for label, modes in sorted(result['summary'].items())
-               if 'aa_spread' in modes.get('control', {})]
-    control = (result.get('per_tenant') or {}).get('control')
-    if control:
-        spreads.append((GEOMEAN, control['aa_spread']))
-    if not spreads:
-        return []
-    return ['A/A spread (default* against default, min-max over cycles, '
-            '1 included): ops/s | mean latency'] + [
-        '  %-10s %s | %s' % (label, _spread(s.get('ops_per_s')),
-                             _spread(s.get('mean_ms')))
-        for label, s in spreads]
-
-
-def format_flags(runs):
-    flags = flagged_runs(runs)
-    if not flags:
-        return []
-    return ['method not in force for the whole window (these runs '
-            'measured a mixture):'] + [
-        '  %s: %s: %s' % flag for flag in flags]
-
-
-def format_summary(result):
-    lines = [SUMMARY_ROW % (
-        'tenant', 'mode', 'ops/s', 'MB/s', 'mean ms', 'p50 ms', 'p99 ms',
-        'errors', 'hit %', 'ops/s vs default', 'mean latency vs default')]
-    for label, modes in sorted(result['summary'].items()):
-        lines += [_summary_row(label, mode, e) for mode, e in modes.items()]
-    lines += _geomean_rows(result.get('per_tenant') or {})
-    lines.append('ratios: median over cycles [95 %% bootstrap interval, '
-                 'cycles resampled]; "~": no difference (the interval '
-                 'includes 1, or the median is inside the A/A spread of '
-                 'default* against default); %s: all tenants\' operations '
-                 'added up; %s: geometric mean of the tenants\' ratios; '
-                 'hit %%: GETs answered from the cache (X-Mass-Cache: hit) '
-                 'among successful GETs' % (ALL, GEOMEAN))
-    lines += format_spreads(result)
-    lines += format_flags(result.get('runs') or [])
-    if result.get('resources'):
-        lines += ['', resources.format_table(result['resources'])]
-    if result.get('costs'):
-        lines += ['', resources.format_costs(result['costs'])]
-    return '\n'.join(lines)
-
-
-def format_staged(result):
-    lines = ['%-16s %-22s %-10s %9s %9s %9s %-8s' % (
-        'mode', 'stage', 'tenant', 'ops/s', 'mean ms', 'p99 ms', 'class')]
-    for run in result['runs']:
-        last = run['classes'][-1][1] if run['classes'] else {}
-        for label, f in sorted(run['tenants'].items()):
-            lines.append('%-16s %-22s %-10s %9.1f %9s %9s %-8s' % (
-                run['mode'], run['stage'], label, f['ops_per_s'],
-                _ms(f['mean_ms']), _ms(f['p99_ms']),
-                last.get(label, '-')))
-    return '\n'.join(lines)
 
 
 def machine():
@@ -1201,8 +602,8 @@ def main(argv=None):
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        tenants = [Tenant.parse(t) for t in (args.tenant or
-                                             DEFAULT_TENANTS)]
+        tenants = [clients.Tenant.parse(t) for t in (args.tenant or
+                                                     DEFAULT_TENANTS)]
         variants = [Variant.parse(v) for v in args.variant]
         ring_variants = [rings.RingVariant.parse(v, MODES)
                          for v in args.ring_variant]
@@ -1244,11 +645,11 @@ def main(argv=None):
         if args.staged:
             result = bench.staged(staged_scenario(args.staged, tenants),
                                   modes)
-            text = format_staged(result)
+            text = report.format_staged(result)
         else:
             result = bench.compare(modes, args.cycles,
                                    control=not args.no_control)
-            text = format_summary(result)
+            text = report.format_summary(result)
     finally:
         bench.unpin()
         bench.restore_queue()

@@ -24,6 +24,7 @@ import time
 
 from mass_bench import bench as bench_mod
 from mass_bench import rings, workloads
+from mass_bench.clients import Tenant
 from swift_mass.cli import devices, lookup
 
 
@@ -141,7 +142,7 @@ def main(argv=None):
     def run(shares, n_clients):
         tenant = tenants.get(n_clients)
         if tenant is None:
-            tenant = tenants[n_clients] = bench_mod.Tenant(
+            tenant = tenants[n_clients] = Tenant(
                 'grid%d' % n_clients, '%s:%s' % (account, user), key,
                 grid_workload(args.read_ratio, args.size, args.objects,
                               n_clients, args.seconds, args.warmup,

@@ -18,7 +18,7 @@ import requests
 
 from swift.common.storage_policy import POLICIES
 
-from mass_bench.bench import percentile
+from mass_bench.summary import percentile
 from tests.functional.conftest import Tenant
 from tests.functional.waiting import until
 

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from mass_bench import bench, plots, workloads
+from mass_bench import bench, clients, plots, ratios, report, summary, \
+    workloads
 from swift_mass.conf import ConfigError
 from swift_mass.control import classify
 from swift_mass.control.store import RedisStore
@@ -162,12 +163,12 @@ def test_scaled_sizes():
 
 
 def test_tenant_spec():
-    t = bench.Tenant.parse('photos:web:web=A,concurrency=3')
+    t = clients.Tenant.parse('photos:web:web=A,concurrency=3')
     assert (t.label, t.user, t.key) == ('photos', 'photos:web', 'web')
     assert t.workload.concurrency == 3
     for bad in ('photos:web=A', 'photos:web:web', ':web:web=A'):
         with pytest.raises(ValueError):
-            bench.Tenant.parse(bad)
+            clients.Tenant.parse(bad)
 
 
 def rows(n, latency, status=200, start=0.0, size=100, op='GET', cache=''):
@@ -178,7 +179,7 @@ def rows(n, latency, status=200, start=0.0, size=100, op='GET', cache=''):
 def test_summarise_counts_only_measured_successes():
     measured = rows(90, 0.010) + rows(10, 0.5, status=503)
     warm = rows(50, 0.001, start=-5.0)
-    f = bench.summarise(warm + measured, 0.0, 10.0)
+    f = summary.summarise(warm + measured, 0.0, 10.0)
     assert f['operations'] == 100 and f['errors'] == 10
     assert f['ops_per_s'] == 9.0
     assert f['mb_per_s'] == pytest.approx(90 * 100 / 10.0 / 1e6)
@@ -189,18 +190,18 @@ def test_summarise_counts_only_measured_successes():
 
 def test_percentiles_interpolate_between_ranks():
     values = list(range(100, 0, -1))
-    assert bench.percentile(values, 0.5) == 50.5
-    assert bench.percentile(values, 0.99) == pytest.approx(99.01)
-    assert bench.percentile([3.0, 1.0], 0.5) == 2.0
-    assert bench.percentile([7.0], 0.99) == 7.0
-    assert bench.percentile([], 0.5) is None
+    assert summary.percentile(values, 0.5) == 50.5
+    assert summary.percentile(values, 0.99) == pytest.approx(99.01)
+    assert summary.percentile([3.0, 1.0], 0.5) == 2.0
+    assert summary.percentile([7.0], 0.99) == 7.0
+    assert summary.percentile([], 0.5) is None
 
 
 def test_timeline_bins_by_completion_second():
-    t = bench.timeline([(0.2, 'GET', 0.1, 200, 1),
-                        (0.95, 'GET', 0.1, 200, 1),
-                        (1.5, 'GET', 0.2, 500, 1),
-                        (2.95, 'GET', 0.1, 200, 1)], 3)
+    t = summary.timeline([(0.2, 'GET', 0.1, 200, 1),
+                          (0.95, 'GET', 0.1, 200, 1),
+                          (1.5, 'GET', 0.2, 500, 1),
+                          (2.95, 'GET', 0.1, 200, 1)], 3)
     # the last one ended after the measured time
     assert t['ops'] == [1, 1, 0]
     assert t['mean_ms'][0] == pytest.approx(100.0)
@@ -208,12 +209,12 @@ def test_timeline_bins_by_completion_second():
 
 
 def test_ratio_inside_the_control_spread_is_no_difference():
-    r = bench.ratio_summary([1.02, 0.97, 1.04], control=[0.95, 1.05])
+    r = ratios.ratio_summary([1.02, 0.97, 1.04], control=[0.95, 1.05])
     assert r['median'] == 1.02 and r['verdict'] == 'no difference'
-    r = bench.ratio_summary([1.6, 1.5, 1.7], control=[0.95, 1.05])
+    r = ratios.ratio_summary([1.6, 1.5, 1.7], control=[0.95, 1.05])
     assert r['verdict'] == 'difference'
     assert (r['min'], r['max']) == (1.5, 1.7)
-    assert bench.ratio_summary([None]) is None
+    assert ratios.ratio_summary([None]) is None
 
 
 def fake_run(mode, cycle, control, ops, mean):
@@ -238,7 +239,7 @@ def comparison():
 
 
 def test_summary_ratios_per_cycle():
-    s = bench.summary(comparison(), ['default', 'mass'])['photos']
+    s = summary.summary(comparison(), ['default', 'mass'])['photos']
     assert s['default']['ops_per_s'] == 100
     assert s['control']['ops_per_s'] == 98
     ratio = s['mass']['throughput_ratio']
@@ -246,7 +247,7 @@ def test_summary_ratios_per_cycle():
     assert ratio['median'] == pytest.approx(1.5)
     assert ratio['verdict'] == 'difference'
     assert s['mass']['latency_ratio']['median'] == pytest.approx(0.5)
-    text = bench.format_summary({'summary': bench.summary(
+    text = report.format_summary({'summary': summary.summary(
         comparison(), ['default', 'mass'])})
     # median [95 % bootstrap interval]: with three cycles the interval is
     # their min-max
@@ -254,7 +255,7 @@ def test_summary_ratios_per_cycle():
 
 
 def test_staged_scenarios():
-    tenants = [bench.Tenant.parse(s) for s in bench.DEFAULT_TENANTS]
+    tenants = [clients.Tenant.parse(s) for s in bench.DEFAULT_TENANTS]
     stages = bench.staged_scenario('external', tenants)
     assert [name for name, _ in stages] == [
         '1 baseline', '2 photos-dominated', '3 backup-dominated']
@@ -279,7 +280,7 @@ def test_plots_are_pngs(tmp_path):
     result = {'runs': comparison(), 'modes': ['default', 'mass'],
               'staged': None,
               'tenants': {'photos': {'workload': {'name': 'A'}}}}
-    result['summary'] = bench.summary(result['runs'], result['modes'])
+    result['summary'] = summary.summary(result['runs'], result['modes'])
     paths = plots.draw(result, str(tmp_path))
     assert [p.rsplit('/', 1)[1] for p in paths] == [
         'throughput.png', 'latency.png', 'timeline-default.png',
@@ -298,7 +299,7 @@ def test_all_tenants_together():
     for run in runs:
         other = dict(run['tenants']['photos'], ops_per_s=50.0, mean_ms=40.0)
         run['tenants']['backup'] = other
-    s = bench.summary(runs, ['default', 'mass'])[bench.ALL]
+    s = summary.summary(runs, ['default', 'mass'])[summary.ALL]
     # cycle 1: default 100 + 50 ops/s, mass 150 + 50
     assert s['default']['ops_per_s'] == 150
     assert s['default']['mean_ms'] == pytest.approx((100 * 10 + 50 * 40)
@@ -358,8 +359,8 @@ def test_tenants_log_in_with_swiftclient(monkeypatch):
     def get_auth(url, user, key, **kwargs):
         calls.append((url, user, key))
         return 'http://p:8080/v1/AUTH_photos', 'AUTH_tk'
-    monkeypatch.setattr(bench, 'get_auth', get_auth)
-    tenant = bench.Tenant.parse('photos:web:web=A')
+    monkeypatch.setattr(clients, 'get_auth', get_auth)
+    tenant = clients.Tenant.parse('photos:web:web=A')
     tenant.authenticate('http://p:8080/auth/v1.0')
     assert calls == [('http://p:8080/auth/v1.0', 'photos:web', 'web')]
     assert (tenant.url, tenant.token, tenant.account) == (
@@ -418,7 +419,7 @@ def test_a_variant_of_an_option_left_to_its_default_is_refused(tmp_path,
 
 
 def test_starting_objects_go_through_the_seed_proxy():
-    tenant = bench.Tenant.parse('photos:web:web=A')
+    tenant = clients.Tenant.parse('photos:web:web=A')
     tenant.url = 'http://127.0.0.1:8080/v1/AUTH_photos'
     assert bench.Bench([tenant], 'http://p/auth/v1.0').seed_storage_url(
         tenant) == 'http://127.0.0.1:8080/v1/AUTH_photos'
@@ -446,8 +447,8 @@ def test_main_refuses_a_negative_settle(capsys):
 def canned_result():
     runs = comparison()
     runs[0]['tenants']['photos']['mean_ms'] = float('nan')
-    return {'runs': runs, 'summary': bench.summary(runs, ['default',
-                                                          'mass']),
+    return {'runs': runs, 'summary': summary.summary(runs, ['default',
+                                                            'mass']),
             'per_tenant': {}, 'resources': {}, 'costs': {}}
 
 
@@ -463,7 +464,7 @@ def offline_main(monkeypatch):
     def compare(self, modes, cycles, control=True):
         made.append(self)
         return canned_result()
-    monkeypatch.setattr(bench.Tenant, 'authenticate', authenticate)
+    monkeypatch.setattr(clients.Tenant, 'authenticate', authenticate)
     monkeypatch.setattr(bench.Bench, 'compare', compare)
     return made
 
@@ -504,15 +505,15 @@ def test_finite_replaces_what_json_cannot_hold():
 
 
 def test_the_aa_band_is_default_times_the_control_spread():
-    s = bench.summary(comparison(), ['default', 'mass'])
+    s = summary.summary(comparison(), ['default', 'mass'])
     # default's median 100 ops/s; the A/A ratios 98/100, 93/90, 105/110
     low, high = plots.aa_band(s, 'photos', 'ops_per_s')
     assert low == pytest.approx(100 * 105 / 110.0)
     assert high == pytest.approx(100 * 93 / 90.0)
     assert plots.aa_band(s, 'photos', 'mean_ms') == (10.0, 10.0)
     assert plots.aa_band(s, 'nobody', 'ops_per_s') is None
-    without = bench.summary([r for r in comparison() if not r['control']],
-                            ['default', 'mass'])
+    without = summary.summary(
+        [r for r in comparison() if not r['control']], ['default', 'mass'])
     assert plots.aa_band(without, 'photos', 'ops_per_s') is None
 
 

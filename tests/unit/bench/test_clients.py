@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from mass_bench import bench, resources, workloads
+from mass_bench import bench, clients, report, resources, summary, \
+    workloads
 
 NAMES = ['seed-%05d' % i for i in range(200)]
 
@@ -41,7 +42,7 @@ def fake_proxy(monkeypatch):
     FakeConnection.log = []
     FakeConnection.hot = set()
     FakeConnection.missing = set()
-    monkeypatch.setattr(bench, 'Connection', FakeConnection)
+    monkeypatch.setattr(clients, 'Connection', FakeConnection)
     return FakeConnection
 
 
@@ -51,21 +52,21 @@ class Tenant(object):
 
 def run_client(workload, objects, seed=1, operations=2000):
     out = []
-    bench.client(Tenant(), workload.with_options(operations=operations),
-                 'cont', objects, seed, time.time(), time.time() + 60, out)
+    clients.client(Tenant(), workload.with_options(operations=operations),
+                   'cont', objects, seed, time.time(), time.time() + 60, out)
     return out
 
 
 def test_uniform_clients_keep_to_their_own_slices():
     w = workloads.parse('A,objects=200,concurrency=8')
-    sets = bench.client_sets(w, NAMES)
+    sets = clients.client_sets(w, NAMES)
     assert [s.names for s in sets] == [NAMES[i::8] for i in range(8)]
     assert len({id(s) for s in sets}) == 8
 
 
 def test_zipf_clients_share_the_whole_set_and_its_ranking(fake_proxy):
     w = workloads.parse('A,objects=200,concurrency=4,popularity=zipf:0.99')
-    sets = bench.client_sets(w, NAMES)
+    sets = clients.client_sets(w, NAMES)
     assert all(s is sets[0] for s in sets) and sets[0].names == NAMES
     for seed in range(4):
         fake_proxy.log = []
@@ -78,7 +79,7 @@ def test_zipf_clients_share_the_whole_set_and_its_ranking(fake_proxy):
 
 def test_puts_create_new_objects_without_overwrite(fake_proxy):
     w = workloads.parse('get=0.5,put=0.5,size=1k,objects=20')
-    objects = bench.ObjectSet(NAMES[:20])
+    objects = clients.ObjectSet(NAMES[:20])
     run_client(w, objects, seed=7, operations=200)
     puts = [name for op, name in fake_proxy.log if op == 'PUT']
     assert puts and all(name.startswith('c7-') for name in puts)
@@ -90,7 +91,7 @@ def test_overwrites_pick_from_the_set_which_does_not_grow(fake_proxy,
                                                           popularity):
     w = workloads.parse('B,objects=20,overwrite=1,popularity=%s'
                         % popularity)
-    objects = bench.ObjectSet(NAMES[:20])
+    objects = clients.ObjectSet(NAMES[:20])
     rows = run_client(w, objects, operations=400)
     puts = [name for op, name in fake_proxy.log if op == 'PUT']
     assert len(puts) > 100
@@ -101,7 +102,7 @@ def test_overwrites_pick_from_the_set_which_does_not_grow(fake_proxy,
 
 def test_an_overwriter_with_nothing_left_writes_a_new_object(fake_proxy):
     w = workloads.parse('put=0.5,delete=0.5,size=1k,objects=2,overwrite=1')
-    objects = bench.ObjectSet(NAMES[:2])
+    objects = clients.ObjectSet(NAMES[:2])
     run_client(w, objects, operations=50)
     assert [n for op, n in fake_proxy.log if op == 'PUT' and
             n.startswith('c')]
@@ -111,11 +112,11 @@ def test_hits_are_counted_per_successful_get(fake_proxy):
     fake_proxy.hot = set(NAMES[:5])
     fake_proxy.missing = {NAMES[5]}
     w = workloads.parse('get=0.8,head=0.2,size=1k,objects=10')
-    rows = run_client(w, bench.ObjectSet(NAMES[:10]), operations=1000)
+    rows = run_client(w, clients.ObjectSet(NAMES[:10]), operations=1000)
     assert {r[5] for r in rows if r[1] == 'GET' and r[3] == 200} == {
         'hit', 'miss'}
     assert {r[5] for r in rows if r[1] == 'HEAD'} == {''}
-    f = bench.summarise(rows, 0.0, 10.0)
+    f = summary.summarise(rows, 0.0, 10.0)
     gets = [r for r in rows if r[1] == 'GET' and r[3] == 200]
     hits = [r for r in gets if r[5] == 'hit']
     assert f['gets'] == len(gets) and f['hits'] == len(hits)
@@ -130,9 +131,9 @@ def test_summarise_hit_ratio_of_measured_gets():
         [(1.0, 'GET', 0.01, 503, 0, '')] + \
         [(-1.0, 'GET', 0.01, 200, 10, 'hit')] * 10 + \
         [(1.0, 'PUT', 0.01, 201, 10, '')]
-    f = bench.summarise(rows, 0.0, 10.0)
+    f = summary.summarise(rows, 0.0, 10.0)
     assert (f['gets'], f['hits'], f['hit_ratio']) == (4, 3, 0.75)
-    f = bench.summarise([(1.0, 'PUT', 0.01, 201, 10, '')], 0.0, 10.0)
+    f = summary.summarise([(1.0, 'PUT', 0.01, 201, 10, '')], 0.0, 10.0)
     assert (f['gets'], f['hits'], f['hit_ratio']) == (0, 0, None)
 
 
@@ -150,13 +151,13 @@ def test_summary_and_table_carry_the_hit_ratio():
             runs.append({'mode': mode, 'cycle': cycle, 'control': False,
                          'tenants': {'photos': figures(hits, 100),
                                      'backup': figures(0, 0)}})
-    s = bench.summary(runs, ['default', 'mass'])
+    s = summary.summary(runs, ['default', 'mass'])
     assert s['photos']['mass']['hit_ratio'] == pytest.approx(0.7)
     assert s['photos']['default']['hit_ratio'] == 0.0
     assert s['backup']['mass']['hit_ratio'] is None
     # all tenants: hits over all GETs
-    assert s[bench.ALL]['mass']['hit_ratio'] == pytest.approx(0.7)
-    lines = bench.format_summary({'summary': s}).splitlines()
+    assert s[summary.ALL]['mass']['hit_ratio'] == pytest.approx(0.7)
+    lines = report.format_summary({'summary': s}).splitlines()
     assert 'hit %' in lines[0]
     rows = {tuple(line.split()[:2]): line for line in lines}
     assert ' 70.0 ' in rows['photos', 'mass']
@@ -164,7 +165,7 @@ def test_summary_and_table_carry_the_hit_ratio():
     # blank where there are no GETs
     column = lines[0].index('hit %')
     assert backup_mass[column:column + 6].strip() == ''
-    run_text = bench.format_run(runs[-1])
+    run_text = report.format_run(runs[-1])
     assert 'hits 70.0 %' in run_text and run_text.count('hits') == 1
 
 
@@ -206,8 +207,9 @@ def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
                                          expected):
     monkeypatch.setattr(bench.Bench, 'policy_sample', lambda self: None)
     sampler = FakeSampler(devices)
-    photos = bench.Tenant.parse('photos:web:web=A,objects=6,concurrency=2,'
-                                'popularity=zipf:1,warmup=0.3,seconds=1')
+    photos = clients.Tenant.parse(
+        'photos:web:web=A,objects=6,concurrency=2,popularity=zipf:1,'
+        'warmup=0.3,seconds=1')
     photos.url, photos.token = 'http://p/v1/AUTH_photos', 'tk'
     fake_proxy.hot = {'seed-00000'}
     b = bench.Bench([photos], 'http://p/auth/v1.0', progress=lambda *a,
@@ -237,7 +239,7 @@ def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
     assert costs['redis_commands'] is None
     f = result['tenants']['photos']
     assert f['gets'] > 0 and 0 < f['hit_ratio'] < 1
-    text = bench.format_run(result)
+    text = report.format_run(result)
     assert 'where: CPU 60% busy, 10% iowait' in text
     assert 'load generator: %.0f %% of the machine' % result[
         'load_generator']['machine_pct'] in text
@@ -276,11 +278,11 @@ def test_a_request_counts_in_the_window_it_completed_in():
             (1.8, 'GET', 0.4, 200, 10, ''),   # ended after the window
             (1.95, 'GET', 0.01, 503, 0, '')]
     measured = [rows[0], rows[2], rows[4]]
-    assert bench.completed_in(rows, 0.0, 2.0) == measured
-    f = bench.summarise(rows, 0.0, 2.0)
+    assert summary.completed_in(rows, 0.0, 2.0) == measured
+    f = summary.summarise(rows, 0.0, 2.0)
     assert (f['operations'], f['errors'], f['ops_per_s']) == (3, 1, 1.0)
     # the timeline bins by completion second too, the warm-up's left out
-    assert bench.timeline(rows, 2)['ops'] == [2, 0]
+    assert summary.timeline(rows, 2)['ops'] == [2, 0]
 
 
 class SlowConnection(FakeConnection):
@@ -293,17 +295,17 @@ class SlowConnection(FakeConnection):
 
 def test_clients_issue_until_the_end_and_wait_for_the_last_answer(
         fake_proxy, monkeypatch):
-    monkeypatch.setattr(bench, 'Connection', SlowConnection)
+    monkeypatch.setattr(clients, 'Connection', SlowConnection)
     w = workloads.parse('A,objects=4')
     out = []
     start = time.time()
-    bench.client(Tenant(), w, 'cont', bench.ObjectSet(NAMES[:4]), 1, start,
-                 start + 0.5, out)
+    clients.client(Tenant(), w, 'cont', clients.ObjectSet(NAMES[:4]), 1,
+                   start, start + 0.5, out)
     returned = time.time() - start
     # began at 0, 0.3 (before the end at 0.5); the second ended at 0.6
     assert len(out) == 2
     assert out[-1][0] < 0.5 < out[-1][0] + out[-1][2] <= returned
-    assert bench.summarise(out, 0.0, 0.5)['operations'] == 1
+    assert summary.summarise(out, 0.0, 0.5)['operations'] == 1
 
 
 def test_seeding_then_sync_then_the_settle_then_the_clients(monkeypatch):
@@ -332,8 +334,8 @@ def test_a_run_settles_after_seeding_every_tenant(fake_proxy, monkeypatch):
                         lambda: synced.append((time.time(),
                                                len(fake_proxy.log))))
     sampler = FakeSampler([None, None])
-    tenants = [bench.Tenant.parse('%s:u:k=A,objects=3,concurrency=1,'
-                                  'warmup=0.2,seconds=0.5' % name)
+    tenants = [clients.Tenant.parse('%s:u:k=A,objects=3,concurrency=1,'
+                                    'warmup=0.2,seconds=0.5' % name)
                for name in ('photos', 'videos')]
     for t in tenants:
         t.url, t.token = 'http://p/v1/AUTH_%s' % t.label, 'tk'
@@ -357,7 +359,7 @@ def test_a_run_settles_after_seeding_every_tenant(fake_proxy, monkeypatch):
 def test_the_client_process_measures_its_cpu_over_the_window():
     out = []
     now = time.time()
-    thread = threading.Thread(target=bench.cpu_between,
+    thread = threading.Thread(target=clients.cpu_between,
                               args=(now + 0.1, now + 0.4, out))
     thread.start()
     while time.time() < now + 0.45:

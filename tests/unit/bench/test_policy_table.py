@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from mass_bench import bench, policy_table
+from mass_bench import bench, clients, policy_table, report, summary
 
 CACHE = {'class': 'read', 'ring': 'fast', 'method': 'cache', 'since': 100.0,
          'validated': False, 'pinned': False, 'reason': 'read share 1.00',
@@ -145,7 +145,7 @@ class FakeStore(object):
 
 
 def tenant():
-    photos = bench.Tenant.parse('photos:web:web=A')
+    photos = clients.Tenant.parse('photos:web:web=A')
     photos.url, photos.token = 'http://p/v1/AUTH_photos', 'tk'
     return photos
 
@@ -175,7 +175,7 @@ class FakeSampler(object):
 
 @pytest.mark.filterwarnings('ignore:Using fork')
 def test_a_run_records_what_mass_did_each_second(monkeypatch):
-    monkeypatch.setattr(bench, 'Connection', FakeConnection)
+    monkeypatch.setattr(clients, 'Connection', FakeConnection)
     photos = tenant()
     photos.workload = photos.workload.with_options(
         objects=2, concurrency=1, warmup=1.0, seconds=3)
@@ -195,21 +195,21 @@ def test_a_run_records_what_mass_did_each_second(monkeypatch):
     did = result['tenants']['photos']['mass']
     assert did['method_seconds'] == {'cache': 2, 'none': 1}
     assert [d['decision'] for d in did['decisions']] == ['deleted']
-    text = bench.format_run(result)
+    text = report.format_run(result)
     assert '      ! method not in force for the whole window (cache: ' \
         '67 % of it' in text
     assert 'mass: class read, substore fast, method cache 2 s/none 1 s; ' \
         'decisions: deleted at 2 s' in text
-    assert bench.flagged_runs([result]) == [
+    assert summary.flagged_runs([result]) == [
         ('cycle 1 mass', 'photos', policy_table.flagged(did))]
-    summary = bench.format_summary({'summary': {}, 'runs': [result]})
+    table = report.format_summary({'summary': {}, 'runs': [result]})
     assert 'method not in force for the whole window (these runs ' \
         'measured a mixture):\n  cycle 1 mass: photos: method not in ' \
-        'force' in summary
+        'force' in table
 
 
 def test_window_ticks():
-    assert bench.window_ticks(3.0, 3.0) == [-3.0, -2.0, -1.0, 0.0, 1.0,
-                                            2.0, 3.0]
-    assert bench.window_ticks(0.5, 2.5) == [0.0, 1.0, 2.0, 2.5]
-    assert bench.window_ticks(0.0, 1.0) == [0.0, 1.0]
+    assert summary.window_ticks(3.0, 3.0) == [-3.0, -2.0, -1.0, 0.0, 1.0,
+                                              2.0, 3.0]
+    assert summary.window_ticks(0.5, 2.5) == [0.0, 1.0, 2.0, 2.5]
+    assert summary.window_ticks(0.0, 1.0) == [0.0, 1.0]

@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from mass_bench import bench, ratios
+from mass_bench import ratios, report, summary
 
 
 def test_bootstrap_resamples_cycles_with_a_fixed_seed():
@@ -107,7 +107,7 @@ def two_tenants():
 
 def test_the_per_tenant_figure_is_the_geometric_mean():
     runs = two_tenants()
-    per_tenant = bench.per_tenant_summary(runs, ['default', 'mass'])
+    per_tenant = summary.per_tenant_summary(runs, ['default', 'mass'])
     assert set(per_tenant) == {'mass', 'control'}
     ops = per_tenant['mass']['throughput_ratio']
     # 2.0 and 0.5: no gain per tenant, where all tenants' operations
@@ -116,7 +116,7 @@ def test_the_per_tenant_figure_is_the_geometric_mean():
     assert ops['verdict'] == 'no difference'
     assert per_tenant['mass']['latency_ratio']['median'] == \
         pytest.approx(1.0)
-    overall = bench.summary(runs, ['default', 'mass'])[bench.ALL]
+    overall = summary.summary(runs, ['default', 'mass'])[summary.ALL]
     assert overall['mass']['throughput_ratio']['median'] == \
         pytest.approx(205 / 110.0)
     spread = per_tenant['control']['aa_spread']['ops_per_s']
@@ -126,13 +126,13 @@ def test_the_per_tenant_figure_is_the_geometric_mean():
 
 
 def test_the_control_spread_is_reported_per_tenant_and_overall():
-    s = bench.summary(two_tenants(), ['default', 'mass'])
+    s = summary.summary(two_tenants(), ['default', 'mass'])
     photos = s['photos']['control']['aa_spread']
     assert photos['ops_per_s']['min'] == pytest.approx(0.98)
     assert photos['ops_per_s']['max'] == pytest.approx(1.02)
     assert photos['mean_ms'] == {'min': 1.0, 'max': 1.0,
                                  'cycles': [1.0] * 5}
-    assert s[bench.ALL]['control']['aa_spread']['ops_per_s']['max'] > 1.0
+    assert s[summary.ALL]['control']['aa_spread']['ops_per_s']['max'] > 1.0
     assert 'aa_spread' not in s['photos']['mass']
     assert s['photos']['mass']['throughput_ratio']['verdict'] == \
         'difference'
@@ -140,11 +140,11 @@ def test_the_control_spread_is_reported_per_tenant_and_overall():
 
 def test_the_summary_table_shows_intervals_spreads_and_the_geo_mean():
     runs = two_tenants()
-    result = {'runs': runs, 'summary': bench.summary(runs, ['default',
-                                                            'mass']),
-              'per_tenant': bench.per_tenant_summary(runs, ['default',
-                                                            'mass'])}
-    lines = bench.format_summary(result).splitlines()
+    result = {'runs': runs,
+              'summary': summary.summary(runs, ['default', 'mass']),
+              'per_tenant': summary.per_tenant_summary(runs, ['default',
+                                                              'mass'])}
+    lines = report.format_summary(result).splitlines()
     rows = {tuple(line.split()[:2]): line for line in lines}
     assert '2.000 [2.000-2.000]' in rows['photos', 'mass']
     assert '1.000 [1.000-1.000] ~' in rows['geo-mean', 'mass']

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from mass_bench import bench, resources
+from mass_bench import report, resources, summary
 
 
 def test_cpu_times_of_all_cores(tmp_path):
@@ -156,7 +156,7 @@ def test_where_the_time_went_per_mode():
             run('mass', False, hetero), run('mass', False, other),
             run('mass', False, dict(other, devices=None)),
             run('static', False, None)]
-    by_mode = bench.resource_summary(runs, ['default', 'static', 'mass'])
+    by_mode = summary.resource_summary(runs, ['default', 'static', 'mass'])
     assert list(by_mode) == ['default', 'mass', 'control']
     assert by_mode['mass']['cpu'] == {'busy_pct': 60.0, 'iowait_pct': 20.0}
     assert by_mode['mass']['devices']['hdd']['write_throttle']['pct'] == \
@@ -176,7 +176,7 @@ def test_where_the_time_went_per_mode():
         'devices': None}})
     assert plain.splitlines()[2].split() == ['default', '99%', '0%']
     assert 'devices: not sampled' in plain
-    text = bench.format_summary({'summary': {}, 'resources': by_mode})
+    text = report.format_summary({'summary': {}, 'resources': by_mode})
     assert 'where the time went' in text
 
 
@@ -405,7 +405,7 @@ def test_cost_table_per_mode():
             dict(run('mass', False, None), costs=costs(1.5, 1.0, 4.0)),
             dict(run('mass', False, None), costs=costs(1.7, 3.0, 6.0)),
             dict(run('mass', False, None), costs=None)]
-    by_mode = bench.cost_summary(runs, ['default', 'mass'])
+    by_mode = summary.cost_summary(runs, ['default', 'mass'])
     assert list(by_mode) == ['default', 'mass', 'control']
     assert by_mode['mass'] == {
         'operations': 1000,
@@ -421,7 +421,7 @@ def test_cost_table_per_mode():
     assert lines[3].split() == ['mass', '1000', '0.200', '1.600', '2.00',
                                 '5.00']
     assert lines[4].split()[0] == 'default*'
-    text = bench.format_summary({'summary': {}, 'costs': by_mode})
+    text = report.format_summary({'summary': {}, 'costs': by_mode})
     assert 'cost per operation' in text
     plain = resources.format_costs({'mass': dict(costs(1.0, None, None))})
     assert 'device I/Os: not sampled' in plain

@@ -1,0 +1,168 @@
+"""The benchmark's text output: a line per tenant after each run, and
+the table of a comparison or of staged runs at the end.
+
+After each run (``format_run``): per tenant its figures, and what Mass
+did when Mass was in the pipelines (``mass_bench.policy_table``), with a
+flag first when the method was not in force for the whole window; where
+the time went and the cost per operation (``mass_bench.resources``); and
+the load generator's CPU as a share of the machine (all cores over the
+window): a load generator that takes much of the machine measures
+itself.
+
+At the end of a comparison (``format_summary``): a row per tenant and
+mode, for all tenants together (``mass_bench.summary.ALL``) and for the
+geometric mean of the tenants' ratios (``GEOMEAN``), with the ratios
+against default as median [bootstrap interval] and ``~`` for no
+difference; the A/A control's spreads; the runs flagged; the medians of
+where the time went and of the costs per mode.  ``format_staged``: a row
+per staged run and tenant, with its class in the run's last sample of the
+policy table.
+
+Formatting only: the figures are ``mass_bench.summary``'s.
+"""
+from mass_bench import policy_table, resources
+from mass_bench.summary import ALL, flagged_runs
+
+GEOMEAN = 'geo-mean'
+
+
+def _ms(value):
+    return '%.1f' % value if value is not None else '-'
+
+
+def _hit(value):
+    return '%.1f' % (100.0 * value) if value is not None else ''
+
+
+def format_run(run):
+    lines = []
+    for label, f in sorted(run['tenants'].items()):
+        hits = f.get('hit_ratio')
+        lines.append('    %-10s %-18s %8.1f ops/s %7.2f MB/s mean %7s ms '
+                     'p99 %7s ms errors %d%s' % (
+                         label, f['workload'], f['ops_per_s'], f['mb_per_s'],
+                         _ms(f['mean_ms']), _ms(f['p99_ms']), f['errors'],
+                         '' if hits is None else ' hits %s %%' % _hit(hits)))
+        lines += format_mass(run, f.get('mass'))
+    if 'resources' in run:
+        lines.append(resources.format_line(run['resources']))
+    if run.get('load_generator'):
+        lines.append(format_load_generator(run['load_generator']))
+    if run.get('costs'):
+        lines.append(resources.format_cost_line(run['costs']))
+    return '\n'.join(lines)
+
+
+def format_mass(run, did):
+    """What Mass did for one tenant in a run, when Mass was in the
+    pipelines: lines, the flag of a method not in force throughout
+    first."""
+    if not did or not run.get('mass_in_pipeline'):
+        return []
+    note = policy_table.flagged(did)
+    return (['      ! %s' % note] if note else []) + [
+        '      mass: %s' % policy_table.describe(did)]
+
+
+def format_load_generator(load):
+    share = load.get('machine_pct')
+    return '    load generator: %s %% of the machine (%.1f CPU s, %s cores)' \
+        % ('-' if share is None else '%.0f' % share, load['cpu_seconds'],
+           load.get('cores') or '-')
+
+
+def _fmt_ratio(r):
+    if not r:
+        return '-'
+    interval = r.get('interval') or {'low': r['min'], 'high': r['max']}
+    text = '%.3f [%.3f-%.3f]' % (r['median'], interval['low'],
+                                 interval['high'])
+    if r.get('verdict') == 'no difference':
+        text += ' ~'
+    return text
+
+
+SUMMARY_ROW = '%-10s %-8s %9s %8s %9s %9s %9s %6s %6s  %-24s %-24s'
+
+
+def _summary_row(label, mode, e):
+    return SUMMARY_ROW % (
+        label, 'default*' if mode == 'control' else mode,
+        '%.1f' % e['ops_per_s'], '%.2f' % e['mb_per_s'], _ms(e['mean_ms']),
+        _ms(e['p50_ms']), _ms(e['p99_ms']), e['errors'],
+        _hit(e.get('hit_ratio')), _fmt_ratio(e.get('throughput_ratio')),
+        _fmt_ratio(e.get('latency_ratio')))
+
+
+def _geomean_rows(per_tenant):
+    return [SUMMARY_ROW % (GEOMEAN, mode, '', '', '', '', '', '', '',
+                           _fmt_ratio(e.get('throughput_ratio')),
+                           _fmt_ratio(e.get('latency_ratio')))
+            for mode, e in per_tenant.items() if mode != 'control']
+
+
+def _spread(s):
+    return '%.3f-%.3f' % (s['min'], s['max']) if s else '-'
+
+
+def format_spreads(result):
+    """The A/A control's spread per tenant, for all tenants and of the
+    geo-mean; [] without a control."""
+    spreads = [(label, modes['control']['aa_spread'])
+               for label, modes in sorted(result['summary'].items())
+               if 'aa_spread' in modes.get('control', {})]
+    control = (result.get('per_tenant') or {}).get('control')
+    if control:
+        spreads.append((GEOMEAN, control['aa_spread']))
+    if not spreads:
+        return []
+    return ['A/A spread (default* against default, min-max over cycles, '
+            '1 included): ops/s | mean latency'] + [
+        '  %-10s %s | %s' % (label, _spread(s.get('ops_per_s')),
+                             _spread(s.get('mean_ms')))
+        for label, s in spreads]
+
+
+def format_flags(runs):
+    flags = flagged_runs(runs)
+    if not flags:
+        return []
+    return ['method not in force for the whole window (these runs '
+            'measured a mixture):'] + [
+        '  %s: %s: %s' % flag for flag in flags]
+
+
+def format_summary(result):
+    lines = [SUMMARY_ROW % (
+        'tenant', 'mode', 'ops/s', 'MB/s', 'mean ms', 'p50 ms', 'p99 ms',
+        'errors', 'hit %', 'ops/s vs default', 'mean latency vs default')]
+    for label, modes in sorted(result['summary'].items()):
+        lines += [_summary_row(label, mode, e) for mode, e in modes.items()]
+    lines += _geomean_rows(result.get('per_tenant') or {})
+    lines.append('ratios: median over cycles [95 %% bootstrap interval, '
+                 'cycles resampled]; "~": no difference (the interval '
+                 'includes 1, or the median is inside the A/A spread of '
+                 'default* against default); %s: all tenants\' operations '
+                 'added up; %s: geometric mean of the tenants\' ratios; '
+                 'hit %%: GETs answered from the cache (X-Mass-Cache: hit) '
+                 'among successful GETs' % (ALL, GEOMEAN))
+    lines += format_spreads(result)
+    lines += format_flags(result.get('runs') or [])
+    if result.get('resources'):
+        lines += ['', resources.format_table(result['resources'])]
+    if result.get('costs'):
+        lines += ['', resources.format_costs(result['costs'])]
+    return '\n'.join(lines)
+
+
+def format_staged(result):
+    lines = ['%-16s %-22s %-10s %9s %9s %9s %-8s' % (
+        'mode', 'stage', 'tenant', 'ops/s', 'mean ms', 'p99 ms', 'class')]
+    for run in result['runs']:
+        last = run['classes'][-1][1] if run['classes'] else {}
+        for label, f in sorted(run['tenants'].items()):
+            lines.append('%-16s %-22s %-10s %9.1f %9s %9s %-8s' % (
+                run['mode'], run['stage'], label, f['ops_per_s'],
+                _ms(f['mean_ms']), _ms(f['p99_ms']),
+                last.get(label, '-')))
+    return '\n'.join(lines)
