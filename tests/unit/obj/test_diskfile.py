@@ -1,6 +1,7 @@
 """Group commit (swift_mass.obj.diskfile): GroupSync alone with a flush the
 test gives it, then real writes through the manager and an object server,
-with libc's syncfs counted and made to fail."""
+with libc's syncfs and sync_file_range counted and made to fail (real write
+errors: tests/functional/test_group_commit_errors.py)."""
 import configparser
 import errno
 import itertools
@@ -33,6 +34,10 @@ CALLERS = 20
 # while it runs
 FLUSH_SECONDS = 0.05
 real_syncfs = mass_diskfile.syncfs
+real_sync_file_range = mass_diskfile.sync_file_range
+# SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+# SYNC_FILE_RANGE_WAIT_AFTER
+WAIT_WRITE_WAIT = 1 | 2 | 4
 
 
 class Syncfs(object):
@@ -59,6 +64,32 @@ def fail_with_eio():
 def syncfs(monkeypatch):
     recorder = Syncfs()
     monkeypatch.setattr(mass_diskfile, 'syncfs', recorder)
+    return recorder
+
+
+class FileChecks(object):
+    """Stands for libc's sync_file_range, a write's check of its own file:
+    records the inode checked, the flags and how many syncfs had run by
+    then; ``failing``: the kernel kept a writeback error for that file,
+    which a flush through another descriptor has already reported."""
+
+    def __init__(self, syncfs):
+        self.syncfs = syncfs
+        self.calls = []
+        self.failing = False
+
+    def __call__(self, fd, offset, nbytes, flags):
+        self.calls.append((os.fstat(fd).st_ino, len(self.syncfs.filesystems),
+                           flags))
+        if self.failing:
+            fail_with_eio()
+        return real_sync_file_range(fd, offset, nbytes, flags)
+
+
+@pytest.fixture
+def file_checks(monkeypatch, syncfs):
+    recorder = FileChecks(syncfs)
+    monkeypatch.setattr(mass_diskfile, 'sync_file_range', recorder)
     return recorder
 
 
@@ -273,15 +304,21 @@ def test_syncfs_follows_a_device_replaced_at_its_path(tmp_path, syncfs):
 
 @pytest.mark.parametrize('use_linkat', [True, False],
                          ids=['O_TMPFILE', 'mkstemp'])
-def test_a_put_is_durable_by_one_syncfs_and_no_fsync(
-        manager, policy, timestamps, syncfs, fsyncs, use_linkat):
+def test_a_put_is_durable_by_two_syncfs_its_own_check_and_no_fsync(
+        manager, policy, timestamps, syncfs, file_checks, fsyncs,
+        use_linkat):
     manager.use_linkat = use_linkat
     timestamp = next(timestamps)
     df = put(manager, policy, timestamp, b'the body')
 
     assert manager.use_linkat == use_linkat  # the branch asked for ran
     assert fsyncs == []
-    assert syncfs.filesystems == [os.stat(manager.devices).st_dev]
+    device = os.stat(manager.devices).st_dev
+    assert syncfs.filesystems == [device, device]
+    # its own file, checked once, after the flush of its data
+    data_file = os.path.join(df._datadir, timestamp.internal + '.data')
+    assert file_checks.calls == [
+        (os.stat(data_file).st_ino, 1, WAIT_WRITE_WAIT)]
     assert files(df) == [timestamp.internal + '.data']
     metadata, body = read(manager, policy)
     assert body == b'the body'
@@ -291,7 +328,7 @@ def test_a_put_is_durable_by_one_syncfs_and_no_fsync(
 
 
 @pytest.mark.parametrize('newer', ['put', 'delete'])
-def test_an_older_version_goes_only_after_the_flush(
+def test_the_data_is_flushed_before_the_rename_the_old_version_after_it(
         manager, policy, timestamps, syncfs, newer):
     first, second = next(timestamps), next(timestamps)
     df = put(manager, policy, first)
@@ -304,7 +341,8 @@ def test_an_older_version_goes_only_after_the_flush(
     else:
         diskfile(manager, policy).delete(second)
         newest = second.internal + '.ts'
-    assert at_flush == [sorted([first.internal + '.data', newest])]
+    assert at_flush == [[first.internal + '.data'],
+                        sorted([first.internal + '.data', newest])]
     assert files(df) == [newest]
 
 
@@ -330,6 +368,72 @@ def test_a_failed_flush_fails_the_put_and_keeps_the_old_version(
     assert read(manager, policy)[1] == b'newer'
 
 
+@pytest.mark.parametrize('use_linkat', [True, False],
+                         ids=['O_TMPFILE', 'mkstemp'])
+def test_a_write_whose_own_data_failed_is_refused_though_its_flush_succeeded(
+        manager, policy, timestamps, syncfs, file_checks, use_linkat):
+    manager.use_linkat = use_linkat
+    manager.group_sync('sda').linger = 5.0
+    first, second = next(timestamps), next(timestamps)
+    df = put(manager, policy, first, b'old')
+    file_checks.failing = True
+
+    with pytest.raises(OSError) as caught:
+        put(manager, policy, second, b'new')
+    assert caught.value.errno == errno.EIO
+    # refused before its rename: nothing of it in place
+    assert len(syncfs.filesystems) == 2 + 1
+    assert files(df) == [first.internal + '.data']
+    assert read(manager, policy)[1] == b'old'
+    assert temp_files(manager) == []
+    assert manager.logger.lines == []
+
+    file_checks.failing = False
+    started = time.monotonic()
+    put(manager, policy, next(timestamps), b'newer')
+    # the refused write is not waited for
+    assert time.monotonic() - started < 1.0
+    assert read(manager, policy)[1] == b'newer'
+
+
+def test_a_flush_failing_after_the_rename_keeps_durable_data_in_place(
+        manager, policy, timestamps, syncfs):
+    """Swift's REPLICATE (or ssync) of the suffix, in any process, can
+    remove the older version once the newer file is in place: if the flush
+    of the rename then fails, the node must neither end up with no version
+    nor keep a suffix hash that matches its peers: the file in place
+    stays (its data was flushed before the rename) and the suffix is
+    invalidated."""
+    first, second = next(timestamps), next(timestamps)
+    df = put(manager, policy, first, b'old')
+    suffix_dir = os.path.dirname(df._datadir)
+    partition_dir = os.path.dirname(suffix_dir)
+    suffix = os.path.basename(suffix_dir)
+    replicated = []
+
+    def replicate_then_fail():
+        if len(files(df)) == 2:
+            replicated.append(manager.get_hashes('sda', '0', [suffix],
+                                                 policy))
+            fail_with_eio()
+    syncfs.check = replicate_then_fail
+
+    with pytest.raises(OSError) as caught:
+        put(manager, policy, second, b'new')
+    assert caught.value.errno == errno.EIO
+    assert replicated  # REPLICATE ran between the rename and the failure
+    assert files(df) == [second.internal + '.data']
+    assert read(manager, policy)[1] == b'new'
+    with open(os.path.join(partition_dir, 'hashes.invalid')) as invalid:
+        assert suffix in invalid.read().split()
+    # what replication compares is what the suffix holds
+    syncfs.check = None
+    hashes = manager.get_hashes('sda', '0', [], policy)
+    for name in ('hashes.pkl', 'hashes.invalid'):
+        os.unlink(os.path.join(partition_dir, name))
+    assert manager.get_hashes('sda', '0', [], policy) == hashes
+
+
 def test_concurrent_puts_to_one_device_share_flushes(
         manager, policy, timestamps, syncfs):
     puts = 10
@@ -349,12 +453,13 @@ def test_concurrent_puts_to_one_device_share_flushes(
             b'body %d' % number
     group_sync = manager.group_sync('sda')
     assert group_sync.flushes == len(syncfs.filesystems)
-    assert group_sync.writes_covered == puts
+    # each write waits for two flushes: its data's, its rename's
+    assert group_sync.writes_covered == 2 * puts
     # statsd: each flush, the writes it covered, how long it took
     logger = manager.logger
     assert logger.counters == ['group_commit.flushes'] * group_sync.flushes
     assert sum(writes for name, writes in logger.updates
-               if name == 'group_commit.writes') == puts
+               if name == 'group_commit.writes') == 2 * puts
     assert [name for name, _ in logger.timings] == \
         ['group_commit.flush'] * group_sync.flushes
     assert all(ms >= FLUSH_SECONDS * 1000 for _, ms in logger.timings)
@@ -392,6 +497,57 @@ def test_a_linger_is_bounded_and_ends_with_an_abandoned_write():
     assert len(flushed) == 2
 
 
+def test_writes_back_for_their_renames_share_the_next_flush():
+    """A write waits for two flushes, its data's then its rename's: the
+    writes one flush covered come back from their renames a little apart,
+    and the next flush waits for them as for begun writes."""
+    flushed = []
+    group_sync = GroupSync('/unused', flush=lambda: flushed.append(1),
+                           linger=5.0)
+    writes = 4
+    for _ in range(writes):
+        group_sync.begin()
+
+    def write(delay):
+        group_sync.sync(begun=True, returning=True)
+        time.sleep(delay)  # its rename
+        return group_sync.sync(begun=True)
+    delays = iter([0.0, 0.01, 0.02, 0.05])
+    runs = run_threads(lambda: write(next(delays)), writes)
+    assert len(flushed) == 2
+    assert [run.writes for run in runs if run is not None] == [writes]
+
+
+def test_a_write_that_fails_between_its_flushes_is_not_waited_for():
+    flushed = []
+    group_sync = GroupSync('/unused', flush=lambda: flushed.append(1),
+                           linger=5.0)
+    group_sync.begin()
+    group_sync.sync(begun=True, returning=True)
+    group_sync.abandon()  # its check or its rename raised
+    started = time.monotonic()
+    group_sync.sync()
+    assert time.monotonic() - started < 1.0
+    assert len(flushed) == 2
+
+
+def test_a_write_whose_flush_failed_is_not_waited_for():
+    failing = [True]
+
+    def flush():
+        if failing[0]:
+            fail_with_eio()
+    group_sync = GroupSync('/unused', flush=flush, linger=5.0)
+    group_sync.begin()
+    with pytest.raises(OSError):
+        group_sync.sync(begun=True, returning=True)
+    # it does not come back for a rename
+    failing[0] = False
+    started = time.monotonic()
+    group_sync.sync()
+    assert time.monotonic() - started < 1.0
+
+
 def test_writes_under_way_together_share_one_flush(
         manager, policy, timestamps, syncfs):
     """Each write paid a flush of its own unless it reached the device
@@ -415,8 +571,9 @@ def test_writes_under_way_together_share_one_flush(
     pool.spawn(write, 0, 0)
     pool.spawn(write, 1, 0.02)
     pool.waitall()
-    assert len(syncfs.filesystems) == 1
-    assert manager.group_sync('sda').writes_covered == 2
+    # one for both writes' data, one for both renames
+    assert len(syncfs.filesystems) == 2
+    assert manager.group_sync('sda').writes_covered == 4
     for number in (0, 1):
         assert read(manager, policy, 'o%d' % number)[1] == b'body %d' % number
 
@@ -430,7 +587,7 @@ def test_a_write_that_ends_without_a_put_is_not_waited_for(
     started = time.monotonic()
     put(manager, policy, next(timestamps))
     assert time.monotonic() - started < 1.0
-    assert len(syncfs.filesystems) == 1
+    assert len(syncfs.filesystems) == 2
 
 
 @pytest.mark.parametrize('value', ['-1', 'soon', '1001'])
@@ -535,7 +692,54 @@ def test_the_object_server_answers_500_not_201_when_the_flush_fails(
     assert all(error.endswith(os.strerror(errno.EIO)) for error in errors)
 
 
+def test_the_object_server_answers_500_when_the_files_own_check_fails(
+        object_server, object_server_log, timestamps, file_checks):
+    put_old = object_request('PUT', next(timestamps), b'old')
+    assert put_old.get_response(object_server).status_int == 201
+    file_checks.failing = True
+
+    put_new = object_request('PUT', next(timestamps), b'new')
+    assert put_new.get_response(object_server).status_int == 500
+    file_checks.failing = False
+    get = object_request('GET', next(timestamps))
+    assert get.get_response(object_server).body == b'old'
+    errors = [record.getMessage() for record in object_server_log[1]
+              if record.levelno == logging.ERROR]
+    assert [error.split(' /')[0] for error in errors] == \
+        ['ERROR __call__ error with PUT']
+
+
 def test_a_policy_of_another_type_refuses_the_module():
     erasure_coded = type('Policy', (), {'policy_type': 'erasure_coding'})()
     with pytest.raises(ValueError):
         GroupCommitDiskFileManager.check_policy(erasure_coded)
+
+
+# The kernel
+
+@pytest.mark.parametrize('release', [
+    '5.8.0', '5.10.0-23-amd64', '6.18.44-fc-v595', '10.0.1'])
+def test_a_kernel_whose_syncfs_reports_writeback_errors_is_accepted(release):
+    mass_diskfile.check_kernel(release)
+
+
+@pytest.mark.parametrize('release', [
+    '5.7.19', '5.4.0-150-generic', '4.18.0-553.el8_10.x86_64', '2.6.39',
+    'unknown'])
+def test_an_older_kernel_is_refused_naming_the_requirement(release):
+    with pytest.raises(RuntimeError) as err:
+        mass_diskfile.check_kernel(release)
+    assert str(err.value) == (
+        'replication.group_commit needs Linux 5.8 or later, whose syncfs '
+        'reports writeback errors; this kernel is %r' % release)
+
+
+def test_the_manager_refuses_to_start_on_an_older_kernel(
+        devices, policy, monkeypatch):
+    uname = os.uname()
+    monkeypatch.setattr(os, 'uname', lambda: os.uname_result(
+        (uname.sysname, uname.nodename, '5.4.0-150-generic', uname.version,
+         uname.machine)))
+    with pytest.raises(RuntimeError) as err:
+        GroupCommitDiskFileManager({'devices': devices}, Logger())
+    assert "this kernel is '5.4.0-150-generic'" in str(err.value)
