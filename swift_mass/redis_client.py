@@ -8,11 +8,12 @@ The URL forms (``redis_url`` of ``[filter:mass]`` and of
   and ``unix://[[user]:password@]/path/to.sock[?db=N]``: one Redis, as
   ``redis.Redis.from_url`` takes them (its query options included);
 * ``redis+sentinel://[[user]:password@]ADDRESSES/service[/db]``: the
-  master that the sentinels at ADDRESSES (port 26379 unless given) name
-  for ``service``, through ``Sentinel.master_for``: every new connection
-  asks a sentinel for the master first, so after a failover the next
-  connection reaches the promoted one.  The credentials and the database
-  are the master's; the sentinels are asked without any;
+  master that a majority of the sentinels at ADDRESSES (port 26379 unless
+  given) name for ``service``, through ``Sentinel.master_for`` (below,
+  *Split brain*): every new connection asks the sentinels for the master
+  first, so after a failover the next connection reaches the promoted
+  one.  The credentials and the database are the master's; the sentinels
+  are asked without any;
 * ``redis+cluster://[[user]:password@]ADDRESSES[/]``: a Redis Cluster
   (``RedisCluster``), discovered through any of the nodes at ADDRESSES
   (port 6379 unless given); a Cluster has no databases.
@@ -61,8 +62,61 @@ connections opened before.  So whenever the client's slot map names
 another node for Mass's slot, the connections it has to that node are
 closed (those in use once they are released): the first command Mass
 sends there opens a new one, on which ``connected`` runs.
+
+**Split brain on Sentinel.**  A master cut off from the sentinels but not
+from every client goes on answering the connections it has while the
+sentinels promote a replica.  Unfenced, a proxy reading generations over
+its pooled connections to the old master misses the bumps that writers
+make on the new one, and a writer still bumping the old master hides its
+writes from proxies reading the new one.  The fence:
+
+* the master is the one a *majority* of the configured sentinels name
+  (``SENTINEL MASTER``), each as a master it sees healthy (no ``s_down``,
+  ``o_down`` or failover in progress) and has named for at least
+  ``SENTINEL_HOLD`` seconds (its ``role-reported-time``, which a sentinel
+  starts again when it switches to a promoted replica); no majority, no
+  master (``MasterNotFoundError``, a ConnectionError).  redis-py's own
+  ``discover_master`` takes the first sentinel that answers
+  (:class:`MajoritySentinel`);
+* a pool uses the master it found for ``SENTINEL_CHECK_PERIOD`` seconds,
+  less its socket timeout, from the start of the check that found it; the
+  first checkout after that asks the sentinels again before a connection
+  is handed out.  When they no longer name it, every connection of the
+  pool is closed (those in use too) and the checkout raises, so callers
+  treat Redis as down, as they do for any error of it
+  (:class:`CheckedSentinelPool`).
+
+Why that is enough: two majorities share a sentinel, and a sentinel names
+the old master only before it switches to the new one.  So whoever starts
+using a promoted master does so ``SENTINEL_HOLD`` seconds at least after
+the start of every check that still found the old master, by which time
+every pool has stopped handing out connections to it, and the commands it
+handed out have been answered or abandoned (the hold is the check period,
+which the socket timeout is taken from, and a second for scheduling and
+clock rates).  Bumps the old master took after the promotion are on no
+replica, but the first connection to the promoted master replaces the
+epoch (``connected``, above), so no body cached before is served.
+
+That rests on the sentinels keeping their view across restarts (their
+config files) and on no process stalling, between a check and the command
+it hands a connection to, for longer than that second.  For the stalls,
+every new connection also reads the master's ``min-replicas-to-write``
+(:class:`MinReplicasCheck`): with it at 1 or more, and a small
+``min-replicas-max-lag``, a master cut off from its replicas refuses
+writes, Mass's reads included, within seconds.  The fence does not rest on
+it, so a master with 0, or whose CONFIG is renamed or forbidden (an ACL,
+``rename-command``), is used, with a warning (once per master and client,
+through ``logger``).
+
+The costs: one to three ``SENTINEL MASTER`` round trips per pool and check
+period, and per new connection, with a ``CONFIG GET``; a failover reaches
+Mass ``SENTINEL_HOLD`` seconds later; after a failed check, checkouts fail
+at once for ``SENTINEL_RETRY`` seconds instead of asking again.
 """
 import collections
+import logging
+import threading
+import time
 import urllib.parse
 
 import redis
@@ -72,7 +126,8 @@ from redis.crc import key_slot
 from redis.event import AfterSlotsCacheRefreshEvent, EventDispatcher, \
     EventListenerInterface
 from redis.exceptions import SlotNotCoveredError
-from redis.sentinel import Sentinel
+from redis.sentinel import MasterNotFoundError, Sentinel, \
+    SentinelConnectionPool
 
 SENTINEL_SCHEME = 'redis+sentinel'
 CLUSTER_SCHEME = 'redis+cluster'
@@ -84,6 +139,15 @@ CLUSTER_PORT = 6379
 URL_FORMS = ('a redis://, rediss://, unix://, '
              'redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/SERVICE[/DB] '
              'or redis+cluster://HOST[:PORT][,HOST[:PORT]...] URL')
+
+#: seconds a pool of a Sentinel URL uses the master it found before it asks
+#: the sentinels again (less the pool's socket timeout)
+SENTINEL_CHECK_PERIOD = 1.0
+#: seconds each sentinel of a majority must have named a master for
+#: before any connection goes to it: the check period and a margin
+SENTINEL_HOLD = SENTINEL_CHECK_PERIOD + 1.0
+#: seconds after a failed check during which checkouts fail at once
+SENTINEL_RETRY = 0.25
 
 #: what a URL names: ``kind`` 'single', 'sentinel' or 'cluster';
 #: ``addresses``, (host, port) pairs of the sentinels or Cluster nodes;
@@ -175,16 +239,17 @@ def key_prefix(url, prefix):
     return '{%s}%s%s' % (head, sep, rest)
 
 
-def _after_set_up(connected):
-    """A ``redis_connect_func`` that calls ``connected(connection)`` after
+def _after_set_up(*checks):
+    """A ``redis_connect_func`` that calls each ``check(connection)`` after
     redis-py's own set-up, which a ``redis_connect_func`` replaces."""
     def set_up(connection):
         connection.on_connect()
-        connected(connection)
+        for check in checks:
+            check(connection)
     return set_up
 
 
-def client_from_url(url, prefix, connected=None, **options):
+def client_from_url(url, prefix, connected=None, logger=None, **options):
     """A redis-py client of the Redis ``url`` names; it connects only when
     it is first used.
 
@@ -193,6 +258,9 @@ def client_from_url(url, prefix, connected=None, **options):
         the node holding its slot.
     :param connected: ``connected(connection)``, run on every new
         connection once it is set up, before it serves a command.
+    :param logger: where a Sentinel master without ``min-replicas-to-write``
+        is told (the module's docstring); this module's logging logger
+        unless given.
     :param options: the client's options (socket timeouts, ``retry``,
         ``decode_responses``), the same on each engine; a Sentinel's
         sentinels are asked with the same timeouts and retries.
@@ -204,19 +272,203 @@ def client_from_url(url, prefix, connected=None, **options):
             # redis_connect_func
             options['redis_connect_func'] = connected
         return LazyRedisCluster(target, key_prefix(url, prefix), options)
-    if connected is not None:
-        options['redis_connect_func'] = _after_set_up(connected)
     if target.kind == 'single':
+        if connected is not None:
+            options['redis_connect_func'] = _after_set_up(connected)
         return redis.Redis.from_url(url, **options)
+    # before connected: Mass's own set-up is a write, which a master that
+    # has min-replicas-to-write and no replica left refuses
+    checks = [MinReplicasCheck(logger or logging.getLogger(__name__))]
+    if connected is not None:
+        checks.append(connected)
+    options['redis_connect_func'] = _after_set_up(*checks)
     sentinel_options = {
         name: options[name] for name in (
             'socket_timeout', 'socket_connect_timeout', 'retry')
         if name in options}
-    sentinels = Sentinel(target.addresses, sentinel_kwargs=sentinel_options)
+    sentinels = MajoritySentinel(target.addresses,
+                                 sentinel_kwargs=sentinel_options)
     if target.db is not None:
         options['db'] = target.db
-    return sentinels.master_for(target.service, username=target.username,
-                                password=target.password, **options)
+    return sentinels.master_for(
+        target.service, connection_pool_class=CheckedSentinelPool,
+        username=target.username, password=target.password, **options)
+
+
+def _where(client):
+    kwargs = client.connection_pool.connection_kwargs
+    return '%s:%s' % (kwargs.get('host'), kwargs.get('port'))
+
+
+class MajoritySentinel(Sentinel):
+    """redis-py's Sentinel, whose master is the one a majority of the
+    configured sentinels name, each for ``hold`` seconds at least (the
+    module's docstring says why)."""
+    hold = SENTINEL_HOLD
+
+    def named(self, state):
+        """The address a sentinel's ``SENTINEL MASTER`` reply names as the
+        master, or None when it names none that can be trusted yet."""
+        flags = state.get('flags') or ''
+        if not state.get('is_master') or state.get('is_sdown') or \
+                state.get('is_odown') or 'failover_in_progress' in flags:
+            return None
+        # a sentinel reports the old master healthy until it switches,
+        # then the promoted one with this age started again
+        if state.get('role-reported') != 'master' or \
+                state.get('role-reported-time', 0) < self.hold * 1000:
+            return None
+        return state['ip'], int(state['port'])
+
+    def discover_master(self, service_name):
+        """The ``(host, port)`` that more than half of the configured
+        sentinels name as ``service_name``'s master; MasterNotFoundError
+        (a ConnectionError) when no address has a majority."""
+        needed = len(self.sentinels) // 2 + 1
+        votes = collections.Counter()
+        answers = []
+        for asked, sentinel in enumerate(self.sentinels, 1):
+            try:
+                state = sentinel.sentinel_master(service_name)
+            except redis.RedisError as err:
+                answers.append('%s: %s' % (_where(sentinel), err))
+            else:
+                address = self.named(state)
+                answers.append('%s: %s' % (_where(sentinel), '%s:%s' %
+                                           address if address else 'none'))
+                if address is not None:
+                    votes[address] += 1
+                    if votes[address] >= needed:
+                        return address
+            best = max(votes.values()) if votes else 0
+            if best + len(self.sentinels) - asked < needed:
+                break  # those left cannot make a majority
+        raise MasterNotFoundError(
+            'No master found for %r: %d of %d sentinels must name one '
+            '(%s)' % (service_name, needed, len(self.sentinels),
+                      '; '.join(answers)))
+
+
+class CheckedSentinelPool(SentinelConnectionPool):
+    """redis-py's pool of a Sentinel master, whose connections are handed
+    out only while the sentinels were asked, within the check period, and
+    named the master they reach (the module's docstring says why)."""
+    period = SENTINEL_CHECK_PERIOD
+    retry = SENTINEL_RETRY
+    clock = staticmethod(time.monotonic)
+
+    def reset(self):
+        super(CheckedSentinelPool, self).reset()
+        # also after a fork: a lock another process held stays held
+        self._checking = threading.Lock()
+        self.trusted_until = float('-inf')
+        self._failed_until = float('-inf')
+        self._failure = None
+
+    def trust_window(self):
+        """Seconds from the start of a check during which connections are
+        handed out: a command handed out at its end is answered, or given
+        up, by the end of the period."""
+        timeout = self.connection_kwargs.get('socket_timeout')
+        if timeout is None:
+            return 0.0
+        return max(0.0, self.period - timeout)
+
+    def check(self):
+        """Ask the sentinels for the master unless a check within the
+        window found it (or one failed within ``retry`` seconds); raise
+        MasterNotFoundError, with every connection closed, when they name
+        none."""
+        if self.clock() < self.trusted_until:
+            return
+        with self._checking:
+            began = self.clock()
+            if began < self.trusted_until:
+                return  # another thread checked meanwhile
+            if began < self._failed_until:
+                raise MasterNotFoundError(self._failure)
+            try:
+                # a new address closes the idle connections (redis-py);
+                # those in use are closed as they are released
+                self.get_master_address()
+            except redis.ConnectionError as err:
+                self._failed_until = began + self.retry
+                self._failure = str(err)
+                self.disconnect(inuse_connections=True)
+                raise
+            self.trusted_until = began + self.trust_window()
+
+    def get_connection(self, *args, **kwargs):
+        self.check()
+        connection = super(CheckedSentinelPool, self).get_connection(
+            *args, **kwargs)
+        if self.clock() < self.trusted_until:
+            return connection
+        # setting up a new connection outlasted the window
+        try:
+            self.check()
+        except BaseException:
+            self.release(connection)
+            raise
+        if not self.owns_connection(connection):
+            self.release(connection)
+            raise redis.ConnectionError(
+                'the master of %r changed while connecting'
+                % self.service_name)
+        return connection
+
+
+def _config_value(reply, name):
+    """The value of ``name`` in a CONFIG GET reply (a flat list in RESP2, a
+    map in RESP3; bytes unless decoded), or None."""
+    if isinstance(reply, dict):
+        items = list(reply.items())
+    else:
+        items = list(zip(reply[::2], reply[1::2]))
+    for key, value in items:
+        if isinstance(key, bytes):
+            key = key.decode('utf-8', 'replace')
+        if key == name:
+            if isinstance(value, bytes):
+                value = value.decode('utf-8', 'replace')
+            return value
+    return None
+
+
+class MinReplicasCheck(object):
+    """Run on every new connection to a Sentinel master: tell ``logger``,
+    once per master, when the master takes writes without a replica
+    (``min-replicas-to-write`` 0), or cannot say whether it does (CONFIG
+    renamed or forbidden).  Never refuses the connection: the majority
+    fence does not rest on it (the module's docstring)."""
+
+    def __init__(self, logger):
+        self.logger = logger
+        self.told = set()
+
+    def __call__(self, connection):
+        where = '%s:%s' % (connection.host, connection.port)
+        connection.send_command('CONFIG', 'GET', 'min-replicas-to-write')
+        try:
+            value = _config_value(connection.read_response(),
+                                  'min-replicas-to-write')
+        except redis.ResponseError as err:
+            self.tell(where, 'its min-replicas-to-write cannot be read '
+                      '(CONFIG GET: %s)' % err)
+            return
+        if value is None or not value.isdigit() or int(value) < 1:
+            self.tell(where, 'it has min-replicas-to-write %s' % value)
+
+    def tell(self, where, what):
+        if where in self.told:
+            return
+        self.told.add(where)
+        self.logger.warning(
+            'mass redis: the Sentinel master %s may take writes cut off '
+            'from its replicas: %s.  Set min-replicas-to-write 1 and a '
+            'small min-replicas-max-lag on every node of the service '
+            '(the sentinels\' majority still fences a split brain)'
+            % (where, what))
 
 
 class LazyRedisCluster(object):
