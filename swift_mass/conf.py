@@ -10,6 +10,7 @@ is every option of ``[filter:mass]``, read by the ``mass`` filter, by
 import urllib.parse
 
 from swift.common.storage_policy import POLICIES
+from swift.common.swob import str_to_wsgi
 from swift.common.utils import config_true_value, list_from_csv
 
 from swift_mass import redis_client, tags
@@ -89,6 +90,31 @@ def choice_option(conf, section, option, default, choices):
         raise invalid_option(section, option, raw,
                              'one of ' + ', '.join(choices))
     return value
+
+
+#: ``mode`` of both filters: ``observe`` decides and reports as ``active``
+#: does, and changes nothing on the request path
+ACTIVE, OBSERVE = MODES = ('active', 'observe')
+
+
+def mode_option(conf, section):
+    """``mode``: active (the default) or observe."""
+    return choice_option(conf, section, 'mode', ACTIVE, MODES)
+
+
+def accounts_option(conf, section, option):
+    """A comma-separated list of account names as a request's path
+    carries them (``AUTH_a``: the reseller prefix included, not quoted),
+    as WSGI strings, the form the proxy filter compares its tenants in;
+    an empty frozenset if unset."""
+    raw = str(conf.get(option, ''))
+    names = list_from_csv(raw)
+    for name in names:
+        if '/' in name:
+            raise invalid_option(
+                section, option, raw, 'account names as a path carries '
+                'them, comma-separated (AUTH_a, AUTH_b), without "/"')
+    return frozenset(str_to_wsgi(name) for name in names)
 
 
 def substore_option(conf, section, option):
@@ -275,6 +301,14 @@ class MassConf(object):
 
     def __init__(self, conf=None, section=SECTION):
         conf = conf or {}
+        self.mode = mode_option(conf, section)
+        #: whether Mass acts on requests (tags, routes, methods); in
+        #: observe mode it only counts, decides and reports
+        self.active = self.mode == ACTIVE
+        #: accounts served as without Mass, besides those whose account
+        #: carries the opt-out mark
+        self.opt_out_accounts = accounts_option(conf, section,
+                                                'opt_out_accounts')
         self.default_priority = int_option(
             conf, section, 'default_priority', tags.DEFAULT_PRIORITY,
             tags.PRIORITY_MIN, tags.PRIORITY_MAX)
@@ -331,6 +365,10 @@ class QueueConf(object):
         section = self.section
         server_section = section if server_conf is None else \
             'app:object-server'
+        self.mode = mode_option(conf, section)
+        #: whether the queue admits by slots and priorities; in observe
+        #: mode every request is admitted at once
+        self.active = self.mode == ACTIVE
         self.default_priority = int_option(
             conf, section, 'default_priority', tags.DEFAULT_PRIORITY,
             tags.PRIORITY_MIN, tags.PRIORITY_MAX)

@@ -55,6 +55,10 @@ ENV_TENANT = 'mass.tenant'
 ENV_PRIORITY = 'mass.priority'
 ENV_POLICY = 'mass.policy'
 ENV_CLASS = 'mass.class'
+# True on a request of an account opted out of Mass (its account's mark
+# or the proxy's opt_out_accounts): whatever would act on it leaves it
+# alone.
+ENV_OPTED_OUT = 'mass.opted_out'
 
 # Operators' marks, sent by ``swift-mass`` on a PUT or POST of a container
 # or account and kept by ``mass`` in its sysmeta (swift_mass.proxy.marks).
@@ -62,6 +66,9 @@ ENV_CLASS = 'mass.class'
 MIGRATING_MARK_HEADER = 'X-Mass-Migrating'
 # On an account: the tenant's requests get mass_queue's reserved slots.
 URGENT_MARK_HEADER = 'X-Mass-Urgent'
+# On an account: Mass leaves the tenant's requests as Swift alone would
+# serve them (no tags, no substore, no method).
+OPT_OUT_MARK_HEADER = 'X-Mass-Opt-Out'
 
 # swift-mass migrate moves container C through its staging container,
 # whose name both it and the proxy (which reads an object there while it is

@@ -20,8 +20,10 @@ Subcommands, by the module of :mod:`swift_mass.cli` that runs them::
                                    --auth-url, --user, --key or ST_AUTH,
                                    ST_USER, ST_KEY)
     swift-mass urgent TENANT [--on | --off]
-                                   (urgent: the tenant's urgent mark,
-                                   through a proxy, same credentials)
+    swift-mass opt-out TENANT [--on | --off]
+                                   (urgent: the tenant's urgent mark, or
+                                   its opt-out of Mass, through a proxy,
+                                   same credentials)
     swift-mass check-rings [--swift-dir /etc/swift] [--strict]
                                    (rings: each storage policy's ring
                                    spread over servers)
@@ -71,7 +73,7 @@ import swift_mass
 GROUPS = (
     ('control', ('status', 'tenants', 'explain', 'pin', 'unpin')),
     ('migrate', ('migrate',)),
-    ('urgent', ('urgent',)),
+    ('urgent', ('urgent', 'opt-out')),
     ('rings', ('check-rings',)),
     ('queue', ('queue',)),
     ('devices', ('devices',)),

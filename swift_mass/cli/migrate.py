@@ -12,13 +12,29 @@ container moves by way of a staging container in the target policy::
 
 ``C`` is the container, ``S`` its staging container ``.mass-migrate-<C>``
 (a hash when the name would be too long), both in the tenant's account.
-The journal ``.mass-migrate/journal/<C>`` (a JSON object) holds the phase,
-the policy C came from, the target and C's saved metadata; a phase is
-written to it only once the previous one is verified complete, so a run
+The journal ``.mass-migrate/journal/<C>`` (:class:`Journal`) holds the
+phase, the policy C came from, the target and C's saved metadata; a phase
+is written to it only once the previous one is verified complete, so a run
 that dies anywhere is resumed by running the command again.  Every object
 is at every moment in C or S (or both) with its original ETag: S is a
 verified superset of C before anything in C is deleted, and S is deleted
 only once C holds a verified copy of everything in it.
+
+A client's write is never undone, whatever proxy it goes through (one
+without the ``mass`` filter refuses nothing).  Every object write of the
+move carries an ``X-Timestamp`` made of the version it copies or deletes
+(the source's own X-Timestamp, as container sync dates its copies) and a
+Timestamp offset (:func:`stamp`): it sorts after that version and before
+any later write of a client, which the proxy dates by its clock.  The
+object servers keep the newest write whatever order writes reach them in:
+a DELETE of the staged version loses to a client's overwrite (409), a copy
+loses to a client's later write or tombstone (Swift answers 202).  Swift
+compares versions within a policy only, so what a client did to an object
+of C between its copy and C's deletion is read back from the object
+servers before C goes (:meth:`Migrator._settle`).  The mass filter gives a
+reseller admin's X-Timestamp back after gatekeeper shunted it
+(:func:`swift_mass.proxy.marks.give_back_timestamp`); the first copy
+checks that it did, before anything is deleted.
 
 ``swift-mass migrate abort`` stops a move under way (one that keeps
 failing: an object a quota or an expiry will not let it copy) and gives the
@@ -31,12 +47,15 @@ Client writes (object PUT, POST, DELETE; container PUT, POST, DELETE) to C,
 S and the journal container are answered 503 with Retry-After by the
 ``mass`` proxy filter while the container is marked (``X-Mass-Migrating``,
 which the filter takes only from a reseller admin and keeps in container
-sysmeta); the operator's own requests pass.
+sysmeta); the operator's own requests pass.  A run that fails takes the
+mark off C (its journal and S stay, for the next run): clients write to C
+meanwhile as they would through a proxy without the filter.
 
 Only the pure decisions live in functions at the top of this module so they
 can be tested without a cluster; :class:`Migrator` does the I/O with
 swiftclient connections (real HTTP, through the whole proxy pipeline).
 """
+import contextlib
 import json
 import math
 import os
@@ -47,6 +66,7 @@ import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
+from swift.common.utils import Timestamp
 from swiftclient.exceptions import ClientException
 
 from swift_mass import tags
@@ -72,8 +92,23 @@ KINDS = ('plain', 'dlo', 'slo', 'symlink')
 SAVED_HEADERS = ('x-container-read', 'x-container-write',
                  'x-versions-location', 'x-history-location')
 VERSIONING_HEADERS = ('x-versions-location', 'x-history-location')
-# user metadata that only describes the old container, not its contents
-UNSAVED_META = ()
+USER_META_PREFIX = 'x-container-meta-'
+# what a reader of S needs to read it as it reads C: the read ACL, and CORS
+# for a browser's
+CORS_PREFIX = USER_META_PREFIX + 'access-control-'
+
+# The offsets (Swift's Timestamp offsets) of a run's object writes, added
+# to its base (:func:`stamp_base`): a copy, a delete of the version copied,
+# and a probe of what a client did to an object (Migrator._settle) and its
+# removal.  Within a run each sorts after the one before it; a later run's
+# base is greater than all of an earlier run's offsets.
+COPY, DELETE, PROBE, UNPROBE = 1, 2, 3, 4
+ROLES = 8
+# the content type of a probe, a zero-byte object
+PROBE_TYPE = 'application/x-mass-migrate-probe'
+# what copy_object and delete_object found
+COPIED, GONE, NEWER, DELETED, ABSENT = (
+    'copied', 'gone', 'newer', 'deleted', 'absent')
 
 # Object headers a copy must carry over unchanged, apart from user metadata.
 COMPARED_HEADERS = ('content-type', 'content-disposition', 'content-encoding',
@@ -121,6 +156,11 @@ def resolve_target(tenant, table, option, policies):
             raise MigrationError(
                 '%s has no Mass policy (swift-mass tenants); give --policy'
                 % tenant)
+        if entry.get('opted_out'):
+            # its entry only says Mass leaves it alone: no substore
+            raise MigrationError(
+                '%s is opted out of Mass (swift-mass explain); give --policy'
+                % tenant)
         name = entry.get('ring') or default_policy(policies)
         why = 'Mass policy: class %s, substore %r' % (
             entry.get('class'), entry.get('ring') or '')
@@ -148,13 +188,42 @@ def saved_headers(headers):
     """What of a container's HEAD headers (lower-case) to set on its
     successor: ACLs, legacy versioning and user metadata (quotas, CORS,
     temp URL keys, static web included)."""
-    saved = {}
-    for key, value in headers.items():
-        key = key.lower()
-        if key in SAVED_HEADERS or (key.startswith('x-container-meta-') and
-                                    key not in UNSAVED_META):
-            saved[key] = value
-    return saved
+    return {key.lower(): value for key, value in headers.items()
+            if is_saved_header(key.lower())}
+
+
+def is_saved_header(key):
+    """Whether a container header (lower-case) is one to save."""
+    return key in SAVED_HEADERS or key.startswith(USER_META_PREFIX)
+
+
+def staged_headers(headers):
+    """What of a container's headers (lower-case) its staging container
+    carries: the read ACL and the CORS metadata."""
+    return {key: value for key, value in headers.items()
+            if key == 'x-container-read' or key.startswith(CORS_PREFIX)}
+
+
+def stamp_base(now):
+    """The base of a run's offsets, from the time it starts: a later run
+    (a microsecond later at least) has a greater one."""
+    return int(now * 1e6) * ROLES
+
+
+def stamp(version, base, role):
+    """The X-Timestamp of an object write of a run (offsets ``base``) that
+    copies or deletes ``version`` (an X-Timestamp, as HEAD shows it)."""
+    return Timestamp(version, offset=base + role).internal
+
+
+def listed_version(entry):
+    """The version of a listing entry (as HEAD shows its X-Timestamp)."""
+    return Timestamp.from_isoformat(entry['last_modified']).normal
+
+
+def is_probe(key):
+    """Whether a listing key (:func:`listing_key`) is a probe's."""
+    return key is not None and key[1] == PROBE_TYPE
 
 
 def kind_of(headers):
@@ -257,7 +326,8 @@ def restore_action(entry, current):
     that name (a client wrote it there after the container was created
     again: newer than the staged one), 'copy' otherwise."""
     mine = current.get(entry['name'])
-    if mine is None:
+    if mine is None or is_probe(mine):
+        # a probe is left by a run killed while emptying
         return 'copy'
     if mine == listing_key(entry):
         return 'skip'
@@ -278,6 +348,106 @@ def container_step(phase, policy, source_policy, target):
 
 def mark_value(target, since):
     return 'target=%s; since=%d' % (target, since)
+
+
+def journal_fault(container, data):
+    """What makes ``data`` (a journal as stored) not one that migrate
+    wrote for ``container``, or None."""
+    if not isinstance(data, dict):
+        return 'not a JSON object'
+    if data.get('container') != container:
+        return 'it is the journal of %r' % (data.get('container'),)
+    if data.get('staging') != staging_name(container):
+        return 'its staging container is %r, not %r' % (
+            data.get('staging'), staging_name(container))
+    if data.get('phase') not in PHASES:
+        return 'its phase is %r' % (data.get('phase'),)
+    for key in ('source_policy', 'target'):
+        if not isinstance(data.get(key), str):
+            return 'its %s is %r' % (key, data.get(key))
+    if not isinstance(data.get('marked_at'), (int, float)):
+        return 'its marked_at is %r' % (data.get('marked_at'),)
+    base = data.get('base', 0)
+    if not isinstance(base, int) or isinstance(base, bool) or base < 0:
+        return 'its base is %r' % (base,)
+    saved = data.get('saved')
+    if not isinstance(saved, dict):
+        return 'its saved headers are %r' % (saved,)
+    wrong = sorted(key for key, value in saved.items()
+                   if not is_saved_header(key) or not isinstance(value, str))
+    if wrong:
+        return 'its saved headers hold %s' % ', '.join(wrong)
+    return None
+
+
+class Journal(object):
+    """A move under way, kept as ``.mass-migrate/journal/<C>``: what a
+    run needs to go on where the last one stopped (persisted as Swift's
+    sharder persists its CleavingContext).
+
+    :param container: C, the container being moved.
+    :param source_policy: the storage policy C was in.
+    :param target: the storage policy C moves to.
+    :param saved: C's headers (:func:`saved_headers`) to set on C created
+        again, as they were when the move last marked C or emptied it.
+    :param marked_at: when the move began: its mark on C names it.
+    :param phase: the first of :data:`PHASES` not verified complete.
+    :param base: the offsets base (:func:`stamp_base`) of the last run
+        that wrote to the move's objects: the next run's is greater,
+        whatever the clock of the host it runs on says.
+    :param updated: when the journal was last written.
+
+    The staging container, ``staging``, is always :func:`staging_name` of
+    C: a journal that names another is refused, as is one whose saved
+    headers are not headers migrate saves."""
+
+    def __init__(self, container, source_policy, target, saved, marked_at,
+                 phase='copy', base=0, updated=None):
+        self.container = container
+        self.staging = staging_name(container)
+        self.source_policy = source_policy
+        self.target = target
+        self.saved = dict(saved)
+        self.marked_at = marked_at
+        self.phase = phase
+        self.base = base
+        self.updated = updated
+
+    @property
+    def mark(self):
+        """The value of the move's mark on C."""
+        return mark_value(self.target, self.marked_at)
+
+    def to_dict(self):
+        return {'container': self.container, 'staging': self.staging,
+                'source_policy': self.source_policy, 'target': self.target,
+                'saved': dict(self.saved), 'marked_at': self.marked_at,
+                'phase': self.phase, 'base': self.base,
+                'updated': self.updated}
+
+    def dump(self):
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def load(cls, container, body):
+        """The journal of ``container`` from what is stored; a
+        MigrationError if migrate did not write it for that container
+        (only a reseller admin can write to the journal container: an
+        operator's mistake, not a move to go on with)."""
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        fault = journal_fault(container, data)
+        if fault:
+            raise MigrationError(
+                '%s/journal/%s is not a journal swift-mass migrate wrote '
+                'for %s (%s): nothing is done; see to %s and %s by hand '
+                'and delete it' % (JOURNAL_CONTAINER, container, container,
+                                   fault, container, staging_name(container)))
+        return cls(container, data['source_policy'], data['target'],
+                   data['saved'], data['marked_at'], data['phase'],
+                   data.get('base', 0), data.get('updated'))
 
 
 # --- I/O ------------------------------------------------------------------
@@ -406,6 +576,9 @@ class Migrator(object):
         self.clock = clock
         self._local = threading.local()
         self.lock = None
+        self.base = stamp_base(clock())
+        # the objects of C this run deleted itself (Migrator._settle)
+        self._emptied = set()
 
     @property
     def conn(self):
@@ -430,6 +603,7 @@ class Migrator(object):
             raise
 
     def journal(self, container):
+        """The :class:`Journal` of the move of ``container``, or None."""
         try:
             _, body = self.conn.get_object(JOURNAL_CONTAINER,
                                            'journal/' + container)
@@ -437,12 +611,12 @@ class Migrator(object):
             if _status(err) == 404:
                 return None
             raise
-        return json.loads(body)
+        return Journal.load(container, body)
 
-    def write_journal(self, container, journal):
-        journal = dict(journal, updated=self.clock())
-        self.conn.put_object(JOURNAL_CONTAINER, 'journal/' + container,
-                             json.dumps(journal, sort_keys=True),
+    def write_journal(self, journal):
+        journal.updated = self.clock()
+        self.conn.put_object(JOURNAL_CONTAINER, 'journal/' + journal.container,
+                             journal.dump(),
                              headers={'Content-Type': 'application/json'})
         return journal
 
@@ -467,11 +641,11 @@ class Migrator(object):
                'target': self.target,
                'objects': int(head.get('x-container-object-count', 0)),
                'bytes': int(head.get('x-container-bytes-used', 0)),
-               'phase': journal['phase'] if journal else None}
+               'phase': journal.phase if journal else None}
         reason = refusal(head)
         if journal:
-            row['target'] = journal['target']
-            row['move'] = 'in progress (phase %s)' % journal['phase']
+            row['target'] = journal.target
+            row['move'] = 'in progress (phase %s)' % journal.phase
         elif reason:
             row['move'] = 'no: ' + reason
         elif policy == self.target:
@@ -501,6 +675,9 @@ class Migrator(object):
 
     def _locked(self, container, work):
         started = self.clock()
+        # each run's writes sort after an earlier run's of the same version
+        self.base = stamp_base(started)
+        self._emptied = set()
         self._own_or_absent(JOURNAL_CONTAINER)
         try:
             self._ensure_container(JOURNAL_CONTAINER, None)
@@ -512,22 +689,51 @@ class Migrator(object):
         self.lock.acquire(self.progress)
         try:
             summary = work(container)
-        except BaseException:
+        except BaseException as err:
+            released = self._release(container)
             self.lock.release()
-            # A run that failed keeps its journal, and so the container,
-            # for the next run; one that found nothing to do (a container
+            # A run that failed keeps its journal, and so the move, for
+            # the next run; one that found nothing to do (a container
             # not being moved) leaves nothing marked behind.  Its own error
             # is the one to tell.
             try:
                 self._forget_journal_container()
-            except Exception as err:
+            except Exception as forget_err:
                 self.progress('could not delete %s: %s' % (
-                    JOURNAL_CONTAINER, err))
+                    JOURNAL_CONTAINER, forget_err))
+            if released and isinstance(err, MigrationError):
+                raise MigrationError('%s; %s' % (err, released)) from err
             raise
         self.lock.release()
         self._forget_journal_container()
         summary['seconds'] = round(self.clock() - started, 2)
         return summary
+
+    def _release(self, container):
+        """After a run failed: take the write mark off a container being
+        moved, unless another run took the lock (and goes on with the
+        move).  Its journal stays for the next run, and its staging
+        container marked, where readers find what C lacks meanwhile
+        (marks.StagedRead).  Client writes to C are as safe as through a
+        proxy without the filter.  What was done, for the output, or
+        None."""
+        if self.lock is None or self.lock.lost:
+            return None
+        try:
+            journal = self.journal(container)
+            head = self.head_container(container)
+            if journal is None or not (head or {}).get(MARK_HEADER.lower()):
+                return None
+            self.conn.post_container(container, {MARK_HEADER: ''})
+        except Exception as err:
+            self.progress('%s: could not take its write mark off: %s' % (
+                container, err))
+            return None
+        done = ('writes to %s are allowed again; the move stays in phase '
+                '%s for the next `swift-mass migrate run` (or `abort`)' % (
+                    container, journal.phase))
+        self.progress(done)
+        return done
 
     def _own_or_absent(self, container):
         """Refuse a migration container a client made: only a reseller
@@ -541,43 +747,46 @@ class Migrator(object):
                 'no mark): it is not used; delete or rename it first'
                 % container)
 
+    @staticmethod
+    def _summary(container):
+        return {'container': container, 'copied': 0, 'deleted': 0,
+                'dropped': 0, 'kept_newer': 0, 'restored': 0}
+
     def _abort_locked(self, container):
-        summary = {'container': container, 'copied': 0, 'deleted': 0,
-                   'kept_newer': 0, 'restored': 0}
+        summary = self._summary(container)
         journal = self.journal(container)
         if journal is None:
             raise MigrationError('%s is not being moved' % container)
-        summary.update({'from': journal['source_policy'],
-                        'to': journal['target']})
-        staging = journal['staging']
+        summary.update({'from': journal.source_policy,
+                        'to': journal.target})
+        self._take_base(journal)
+        staging = journal.staging
         self.progress('%s: aborting the move to %s (phase %s)' % (
-            container, journal['target'], journal['phase']))
-        if journal['phase'] == 'copy':
+            container, journal.target, journal.phase))
+        if journal.phase == 'copy':
             # nothing was taken from the container: its copies go
             self.conn.post_container(container, {MARK_HEADER: ''})
             if self.head_container(staging) is not None:
                 self._delete_all(staging, self.listing(staging), 'abort')
                 self._delete_container(staging)
             self.conn.delete_object(JOURNAL_CONTAINER, 'journal/' + container)
-            summary['status'] = 'aborted: left in %s' % (
-                journal['source_policy'])
+            summary['status'] = 'aborted: left in %s' % journal.source_policy
             return summary
-        if journal['phase'] != 'cleanup':
+        if journal.phase != 'cleanup':
             if self.head_container(container) is None:
-                self._ensure_container(container, journal['source_policy'],
-                                       journal['saved'])
+                self._ensure_container(container, journal.source_policy,
+                                       journal.saved)
             else:
                 # emptying took its versioning headers off
-                self.conn.post_container(container, journal['saved'])
-            journal = self._phase_restore(container, journal, summary)
-        self._phase_cleanup(container, journal, summary)
+                self.conn.post_container(container, journal.saved)
+            self._phase_restore(journal, summary)
+        self._phase_cleanup(journal, summary)
         summary['status'] = 'aborted: restored in %s' % (
             self.head_container(container) or {}).get('x-storage-policy')
         return summary
 
     def _run_locked(self, container):
-        summary = {'container': container, 'copied': 0, 'deleted': 0,
-                   'kept_newer': 0, 'restored': 0}
+        summary = self._summary(container)
         journal = self.journal(container)
         if journal is None:
             head = self.head_container(container)
@@ -596,32 +805,61 @@ class Migrator(object):
                 raise MigrationError('%s: %s' % (container, reason))
             # written before the mark, so a crash right after leaves a
             # journal that says what to finish
-            journal = self.write_journal(container, {
-                'container': container, 'staging': staging_name(container),
-                'source_policy': policy, 'target': self.target,
-                'phase': 'copy', 'saved': saved_headers(head),
-                'marked_at': self.clock()})
-        elif journal['target'] != self.target:
+            journal = self.write_journal(Journal(
+                container, policy, self.target, saved_headers(head),
+                self.clock(), base=self.base))
+        elif journal.target != self.target:
             raise MigrationError(
                 '%s is being moved to %s already (phase %s): finish that '
-                'with --policy %s' % (container, journal['target'],
-                                      journal['phase'], journal['target']))
-        summary.update({'from': journal['source_policy'],
-                        'to': journal['target']})
+                'with --policy %s' % (container, journal.target,
+                                      journal.phase, journal.target))
+        else:
+            self._take_base(journal)
+        summary.update({'from': journal.source_policy,
+                        'to': journal.target})
         self.progress('%s: %s -> %s, phase %s' % (
-            container, journal['source_policy'], journal['target'],
-            journal['phase']))
-        for phase in PHASES[PHASES.index(journal['phase']):]:
+            container, journal.source_policy, journal.target,
+            journal.phase))
+        # each phase ends by journaling the next
+        if journal.phase == 'copy':
             self.lock.check()
-            journal = getattr(self, '_phase_' + phase)(container, journal,
-                                                       summary)
+            self._phase_copy(journal, summary)
+        if journal.phase == 'empty':
+            self.lock.check()
+            self._phase_empty(journal, summary)
+        if journal.phase == 'restore':
+            self.lock.check()
+            self._phase_restore(journal, summary)
+        if journal.phase == 'cleanup':
+            self.lock.check()
+            self._phase_cleanup(journal, summary)
         summary['status'] = 'moved'
         return summary
 
-    def _mark(self, container, journal):
-        mark = mark_value(journal['target'], journal['marked_at'])
-        self.conn.post_container(container, {MARK_HEADER: mark})
-        self._check_mark(container, self.head_container(container), mark)
+    def _take_base(self, journal):
+        """Date this run's writes after the last run's, before the first
+        of them: a run on a host whose clock is behind would otherwise
+        take its own earlier deletes for a client's (Migrator._settle)."""
+        self.base = max(self.base, journal.base + ROLES)
+        journal.base = self.base
+        self.write_journal(journal)
+
+    def _next_phase(self, journal, phase):
+        journal.phase = phase
+        self.write_journal(journal)
+
+    def _mark(self, journal):
+        """Mark C (again); True if it was not marked: a run that failed
+        took the mark off, or C was created again."""
+        head = self.head_container(journal.container)
+        if (head or {}).get(MARK_HEADER.lower()) == journal.mark:
+            return False
+        self.conn.post_container(journal.container,
+                                 {MARK_HEADER: journal.mark})
+        self._check_mark(journal.container,
+                         self.head_container(journal.container),
+                         journal.mark)
+        return True
 
     def _check_mark(self, container, head, mark):
         """Refuse to go on unless the proxy shows the mark: only then are
@@ -656,24 +894,48 @@ class Migrator(object):
             return head.get('x-storage-policy')
         return policy
 
-    def _phase_copy(self, container, journal, summary):
-        staging = journal['staging']
+    def _take_headers(self, journal, kept=()):
+        """Save C's headers as they are now for its successor: a client
+        may have changed them (before the mark took, through a proxy
+        without the filter, or after a failed run), and a read ACL revoked
+        must stay revoked.  ``kept``: those the move took off C itself,
+        kept as saved.  The staging container follows."""
+        head = self.head_container(journal.container) or {}
+        saved = saved_headers(head)
+        saved.update((key, value) for key, value in journal.saved.items()
+                     if key in kept)
+        if saved != journal.saved:
+            journal.saved = saved
+            self.write_journal(journal)
+        self._stage_headers(journal)
+
+    def _stage_headers(self, journal):
+        """Give S the read ACL and the CORS metadata of C, and take off
+        those C lost: readers of C read from S what C lacks meanwhile
+        (marks.StagedRead), and S must grant them what C does."""
+        head = self.head_container(journal.staging) or {}
+        wanted = staged_headers(journal.saved)
+        change = {key: wanted.get(key, '')
+                  for key in set(wanted) | set(staged_headers(head))
+                  if wanted.get(key, '') != head.get(key, '')}
+        if change:
+            self.conn.post_container(journal.staging, change)
+
+    def _phase_copy(self, journal, summary):
+        container, staging = journal.container, journal.staging
         self._own_or_absent(staging)
-        self._mark(container, journal)
-        # readers of C read what C lacks from S meanwhile (the proxy's
-        # marks.StagedRead): S grants them what C does
-        read_acl = journal['saved'].get('x-container-read')
-        got = self._ensure_container(
-            staging, journal['target'],
-            {'X-Container-Read': read_acl} if read_acl else None)
-        if got != journal['target']:
+        marked_at = self.clock() if self._mark(journal) else \
+            journal.marked_at
+        got = self._ensure_container(staging, journal.target)
+        if got != journal.target:
             raise MigrationError(
                 'staging container %s exists in policy %s, not %s: it is '
-                'not this migration\'s' % (staging, got, journal['target']))
+                'not this migration\'s' % (staging, got, journal.target))
+        self._take_headers(journal)
         # writes admitted before the mark reached every proxy (container
         # info is cached) or still uploading must land before the final
-        # listing below, or they would not be copied
-        wait = journal['marked_at'] + self.settle - self.clock()
+        # listing below, or they would be copied only by the empty phase
+        wait = marked_at + self.settle - self.clock()
         if wait > 0:
             self.progress('%s: waiting %ds for writes in flight' % (
                 container, wait))
@@ -685,77 +947,193 @@ class Migrator(object):
                 container, left, staging), summary, 'copied')
         # S holds a verified copy of every object of C: from here on S is
         # the reference and C may be emptied
-        return self.write_journal(container, dict(journal, phase='empty'))
+        self._next_phase(journal, 'empty')
 
-    def _phase_empty(self, container, journal, summary):
-        staging = journal['staging']
+    def _phase_empty(self, journal, summary):
+        container = journal.container
         for attempt in range(5):
             head = self.head_container(container)
             step = container_step(
                 'empty', head and head.get('x-storage-policy'),
-                journal['source_policy'], journal['target'])
+                journal.source_policy, journal.target)
             if step == 'restore':
                 break
             if step == 'empty':
-                self._empty(container, staging, journal, summary)
+                self._empty(journal, summary)
                 if not self._delete_container(container):
                     continue  # objects arrived: empty it again
             self.progress('%s: creating it again in %s' % (
-                container, journal['target']))
-            self._ensure_container(container, journal['target'],
-                                   journal['saved'])
+                container, journal.target))
+            self._ensure_container(container, journal.target,
+                                   journal.saved)
         else:
             raise MigrationError(
                 '%s: clients keep creating it again in another policy'
                 % container)
-        return self.write_journal(container, dict(journal, phase='restore'))
+        self._next_phase(journal, 'restore')
 
-    def _empty(self, container, staging, journal, summary):
-        versioning = [h for h in VERSIONING_HEADERS if h in journal['saved']]
+    def _empty(self, journal, summary):
+        container, staging = journal.container, journal.staging
+        versioning = [h for h in VERSIONING_HEADERS if h in journal.saved]
         if versioning:
             self.conn.post_container(container, {
                 'X-Remove-' + h[2:]: 'x' for h in versioning})
-        self._mark(container, journal)
-        staged = index(self.listing(staging))
+        self._mark(journal)
+        self._take_headers(journal, kept=VERSIONING_HEADERS)
+        staged = {e['name']: e for e in self.listing(staging)}
         entries = self.listing(container)
-        late = [e for e in entries if empty_action(e, staged) == 'copy']
+        listed = index(entries)
+        # what C no longer lists or lists as a probe: deleted by a client
+        # (through a proxy without the filter), by its expiry or by this
+        # move in a run that was killed, or probed by that run
+        unsure = [entry for name, entry in staged.items()
+                  if name not in self._emptied and
+                  (name not in listed or is_probe(listed[name]))]
+        self._settle_all(container, staging, unsure, summary)
+        settled = set(e['name'] for e in unsure)
+        entries = [e for e in entries if e['name'] not in settled]
+        versions = {name: listed_version(e) for name, e in staged.items()}
+        late = [e for e in entries
+                if empty_action(e, index(staged.values())) == 'copy']
         if late:
             self.progress('%s: %d objects written late; copying them to %s'
                           % (container, len(late), staging))
-            summary['copied'] += self._copy_all(
-                container, staging, in_copy_order(late), 'copy late')
-            staged = index(self.listing(staging))
-            late = [e for e in late if empty_action(e, staged) == 'copy']
-            if late:
-                raise MigrationError('%s: %d late objects not in %s' % (
-                    container, len(late), staging))
-        summary['deleted'] += self._delete_all(container, entries, 'empty')
+            copies = self._copy_all(container, staging, in_copy_order(late),
+                                    'copy late')
+            missing = [e for e in late if copies[e['name']][0] != COPIED]
+            if missing:
+                raise MigrationError('%s: %d late objects not in %s (listed '
+                                     'but unreadable: expired?)' % (
+                                         container, len(missing), staging))
+            summary['copied'] += len(late)
+            versions.update((e['name'], copies[e['name']][1]) for e in late)
+        deletes = self._parallel(lambda name: self.delete_object(
+            container, name, versions[name]), entries,
+            '%s: empty' % container)
+        for name, result in deletes.items():
+            if result == DELETED:
+                self._emptied.add(name)
+        summary['deleted'] += sum(1 for result in deletes.values()
+                                  if result == DELETED)
+        # replaced since they were listed (NEWER), or deleted (ABSENT)
+        self._settle_all(container, staging, [
+            e for e in entries if deletes[e['name']] != DELETED and
+            e['name'] not in self._emptied], summary)
 
-    def _phase_restore(self, container, journal, summary):
-        staging = journal['staging']
-        self._mark(container, journal)
+    def _settle_all(self, container, staging, entries, summary):
+        settled = self._parallel(lambda name: self._settle(
+            container, staging, name), entries, '%s: settle' % container)
+        for result in settled.values():
+            if result in summary:
+                summary[result] += 1
+            if result == 'copied':
+                summary['deleted'] += 1
+
+    @contextlib.contextmanager
+    def _unretried(self):
+        """This thread's requests, none retried: a retried write would be
+        answered as its first attempt left things (a lost 201 comes back
+        202, a lost 204 404), which a probe would take for a client's
+        write.  A lost answer stops the run; the next one, dating its
+        writes after this one's, asks again."""
+        conn = self.conn
+        retries = getattr(conn, 'retries', None)
+        conn.retries = 0
+        try:
+            yield
+        finally:
+            conn.retries = retries
+
+    def _settle(self, container, staging, name):
+        with self._unretried():
+            return self._settle_unretried(container, staging, name)
+
+    def _settle_unretried(self, container, staging, name):
+        """A staged object that C does not hold as listed: decide whether
+        S keeps its copy (for the restore), takes a client's later version
+        of it, or drops it (a client deleted it).  Swift keeps no tombstone
+        across C's change of policy, so this is read from the object
+        servers before C is deleted: a probe, a zero-byte PUT dated by the
+        staged version, after this move's own deletes of it, loses only to
+        a client's later write or tombstone.  'staged' (S keeps its copy),
+        'copied' (S took the client's version, deleted from C), 'dropped'
+        (S's copy is deleted), or None (nothing staged)."""
+        outcome, version = self._probe(container, staging, name)
+        if outcome == GONE:
+            return None
+        if outcome == COPIED and self.delete_object(
+                container, name, version, UNPROBE) == DELETED:
+            # nothing later than what this move deleted: S's copy is it
+            self._emptied.add(name)
+            return 'staged'
+        for attempt in range(PASSES):
+            # what C holds is the client's: copy it, or drop S's copy
+            outcome, latest = self.copy_object(container, staging, name)
+            if outcome == GONE:
+                if self.delete_object(staging, name, version) == NEWER:
+                    raise MigrationError('%s/%s holds a later write than '
+                                         'this move\'s' % (staging, name))
+                self.progress('%s: %s was deleted by a client meanwhile'
+                              % (container, name))
+                return 'dropped'
+            version = latest
+            if self.delete_object(container, name, version) == DELETED:
+                self._emptied.add(name)
+                return 'copied'
+        raise MigrationError('%s/%s: a client keeps writing it' % (
+            container, name))
+
+    def _probe(self, container, staging, name):
+        """PUT a probe in C dated after the staged version of ``name``:
+        ``(COPIED or NEWER, the staged version)``, or ``(GONE, None)``."""
+        try:
+            version = self._head_object(staging, name).get('x-timestamp')
+        except ClientException as err:
+            if _status(err) == 404:
+                return GONE, None
+            raise
+        self.lock.check()
+        answer = {}
+        # expired as it lands (Swift checks X-Delete-At against the write's
+        # time): a reader gets a 404 and the staged copy, never the probe
+        self.conn.put_object(container, name, b'', content_length=0,
+                             headers={'Content-Type': PROBE_TYPE,
+                                      'X-Timestamp': stamp(
+                                          version, self.base, PROBE),
+                                      'X-Delete-At': str(
+                                          int(float(version)) + 1)},
+                             response_dict=answer)
+        return (NEWER if answer.get('status') == 202 else COPIED), version
+
+    def _phase_restore(self, journal, summary):
+        container, staging = journal.container, journal.staging
+        self._mark(journal)
         kept = []
+        # lost to a client's later write or tombstone (answered 202)
+        later = set()
 
         def missing():
             staged = self.listing(staging)
             current = index(self.listing(container))
             kept[:] = [e['name'] for e in staged
                        if restore_action(e, current) == 'keep']
-            return [e for e in staged
-                    if restore_action(e, current) == 'copy']
+            return [e for e in staged if e['name'] not in later and
+                    restore_action(e, current) == 'copy']
         self._copy_passes(
             staging, container, missing, 'restore',
             lambda left: '%s: %d objects of %s still missing' % (
-                container, left, staging), summary, 'restored')
+                container, left, staging), summary, 'restored', later)
+        kept = sorted(set(kept) | later)
         if kept:
-            self.progress('%s: kept %d objects clients wrote meanwhile: %s'
-                          % (container, len(kept), ', '.join(kept[:10])))
+            self.progress('%s: kept %d objects clients wrote or deleted '
+                          'meanwhile: %s' % (container, len(kept),
+                                             ', '.join(kept[:10])))
         summary['kept_newer'] = len(kept)
         # C holds a verified copy of every object of S (or a newer one)
-        return self.write_journal(container, dict(journal, phase='cleanup'))
+        self._next_phase(journal, 'cleanup')
 
-    def _phase_cleanup(self, container, journal, summary):
-        staging = journal['staging']
+    def _phase_cleanup(self, journal, summary):
+        container, staging = journal.container, journal.staging
         self.conn.post_container(container, {MARK_HEADER: ''})
         for attempt in range(5):
             if self.head_container(staging) is None:
@@ -772,7 +1150,6 @@ class Migrator(object):
         except ClientException as err:
             if _status(err) != 404:
                 raise
-        return journal
 
     def _forget_journal_container(self):
         """Delete the journal container unless it holds another
@@ -787,43 +1164,76 @@ class Migrator(object):
         return _lower(self.conn.head_object(container, name,
                                             query_string=query))
 
-    def copy_object(self, source, dest, name):
-        """Copy one object server side and verify the copy; False if the
-        source is gone (deleted by its expiry meanwhile)."""
+    def copy_object(self, source, dest, name, role=COPY):
+        """Copy one object server side, dated by its version, and verify
+        the copy: ``(outcome, the source's version)``.  COPIED; GONE, the
+        source is (deleted, or expired meanwhile); NEWER, ``dest`` holds a
+        client's later write or tombstone, which Swift keeps.  Into a
+        staging container, where only the move writes, a later write is
+        an error: a proxy that does not keep the move's X-Timestamp."""
         try:
             raw = self._head_object(source, name)
         except ClientException as err:
             if _status(err) == 404:
-                return False
+                return GONE, None
             raise
+        version = raw['x-timestamp']
         kind = kind_of(raw)
         plain = self._head_object(source, name, None) \
             if kind == 'slo' else None
         path = urllib.parse.quote('/%s/%s' % (source, name))
         self.lock.check()
         self.conn.put_object(dest, name, b'', content_length=0,
-                             headers={'X-Copy-From': path},
+                             headers={'X-Copy-From': path,
+                                      'X-Timestamp': stamp(
+                                          version, self.base, role)},
                              query_string=copy_query(kind))
-        copy_raw = self._head_object(dest, name)
+        # whatever the PUT was answered (a retried one is 202), the copy
+        # is what the object servers keep now
+        outcome = self._check_copy(source, dest, name, version, kind,
+                                   fingerprint(raw, plain))
+        if outcome == NEWER and is_ours(dest):
+            raise MigrationError(
+                '%s/%s is dated after its source: the proxy does not keep '
+                'a reseller admin\'s X-Timestamp (its mass filter gives it '
+                'back since swift-mass migrate dates its copies), or a '
+                'client wrote to %s: the move stops' % (dest, name, dest))
+        return outcome, version
+
+    def _check_copy(self, source, dest, name, version, kind, found):
+        try:
+            copy_raw = self._head_object(dest, name)
+        except ClientException as err:
+            if _status(err) == 404:
+                return NEWER  # a client's tombstone
+            raise
+        if Timestamp(copy_raw['x-timestamp']) > Timestamp(version):
+            return NEWER
         copy_plain = self._head_object(dest, name, None) \
             if kind == 'slo' else None
-        wrong = mismatches(fingerprint(raw, plain),
-                           fingerprint(copy_raw, copy_plain))
+        wrong = mismatches(found, fingerprint(copy_raw, copy_plain))
         if wrong:
             raise MigrationError('the copy of %s/%s in %s differs in %s' % (
                 source, name, dest, ', '.join(wrong)))
-        return True
+        return COPIED
 
-    def delete_object(self, container, name):
+    def delete_object(self, container, name, version, role=DELETE):
+        """Delete ``version`` of an object: DELETED; ABSENT (nothing to
+        delete, or a later tombstone); NEWER (a later version, kept)."""
         self.lock.check()
         try:
-            self.conn.delete_object(container, name)
+            self.conn.delete_object(container, name, headers={
+                'X-Timestamp': stamp(version, self.base, role)})
         except ClientException as err:
-            if _status(err) != 404:
-                raise
-        return True
+            if _status(err) == 404:
+                return ABSENT
+            if _status(err) == 409:
+                return NEWER
+            raise
+        return DELETED
 
     def _parallel(self, work, entries, what):
+        """``{name: work(name)}`` for every entry."""
         done = [0]
         report = max(1, min(100, len(entries) // 20))
         guard = threading.Lock()
@@ -834,25 +1244,26 @@ class Migrator(object):
                 done[0] += 1
                 if done[0] % report == 0 or done[0] == len(entries):
                     self.progress('%s %d/%d' % (what, done[0], len(entries)))
-            return result
+            return entry['name'], result
 
         # kinds go one after the other: a manifest's segments and a
         # symlink's target must be in place before it is copied
-        count = 0
+        results = {}
         for kind in KINDS:
             batch = [e for e in entries if listing_kind(e) == kind]
             if not batch:
                 continue
             with ThreadPoolExecutor(self.workers) as pool:
-                count += sum(1 for ok in pool.map(one, batch) if ok)
-        return count
+                results.update(pool.map(one, batch))
+        return results
 
     def _copy_passes(self, source, dest, todo_now, what, still, summary,
-                     counted):
+                     counted, later=None):
         """Copy what ``todo_now()`` lists from source to dest until it
         lists nothing, at most PASSES times, adding each pass's copies to
-        ``summary[counted]``.  ``still(left)``: the error's start, given
-        the number of objects left."""
+        ``summary[counted]`` and the names that lost to a client's later
+        write to ``later``.  ``still(left)``: the error's start, given the
+        number of objects left."""
         for attempt in range(PASSES + 1):
             todo = todo_now()
             if not todo:
@@ -863,16 +1274,24 @@ class Migrator(object):
                     'e.g. expired, leaves the listing when the object '
                     'expirer runs): run again later' % (
                         still(len(todo)), PASSES))
-            summary[counted] += self._copy_all(
-                source, dest, in_copy_order(todo), what)
+            copies = self._copy_all(source, dest, in_copy_order(todo), what)
+            for name, (outcome, _version) in copies.items():
+                if outcome == COPIED:
+                    summary[counted] += 1
+                elif outcome == NEWER:
+                    later.add(name)
 
     def _copy_all(self, source, dest, entries, what):
         return self._parallel(lambda name: self.copy_object(
             source, dest, name), entries, '%s: %s' % (source, what))
 
     def _delete_all(self, container, entries, what):
-        return self._parallel(lambda name: self.delete_object(
-            container, name), entries, '%s: %s' % (container, what))
+        """Delete the listed versions of ``entries``; how many went."""
+        versions = {e['name']: listed_version(e) for e in entries}
+        deletes = self._parallel(lambda name: self.delete_object(
+            container, name, versions[name]), entries,
+            '%s: %s' % (container, what))
+        return sum(1 for result in deletes.values() if result == DELETED)
 
     def _delete_container(self, container, check_lock=True):
         """Delete an emptied container, waiting while its object count
@@ -952,12 +1371,12 @@ def text(result):
     else:
         for row in rows:
             lines.append('%s: %s (%s -> %s; copied %d, deleted %d, '
-                         'restored %d, kept newer %d, %ss)' % (
+                         'restored %d, kept newer %d, dropped %d, %ss)' % (
                              row['container'], row['status'],
                              row.get('from'), row.get('to'),
                              row['copied'], row['deleted'],
                              row['restored'], row['kept_newer'],
-                             row.get('seconds')))
+                             row.get('dropped', 0), row.get('seconds')))
     return '\n'.join(lines)
 
 

@@ -1,108 +1,145 @@
-"""``swift-mass urgent``: show, set or clear a tenant's urgent mark.
+"""``swift-mass urgent`` and ``swift-mass opt-out``: show, set or clear a
+mark on a tenant's account.
 
-Urgent tenants get a reserved share of each device's slots on the object
-servers (``mass_queue``). Besides the object servers' ``urgent_tenants``, an
-operator marks a tenant urgent in its account, through a proxy running the
-``mass`` filter (``swift_mass.proxy.marks``): an account POST by a reseller
-admin with ``X-Mass-Urgent: true`` marks it, ``false`` clears the mark, and a
-reseller admin's account HEAD shows ``X-Mass-Urgent: true`` or ``false``. A
-proxy that shows neither does not run Mass, or the credentials are not a
-reseller admin's. Proxies pick a change up within their
-``urgent_recheck_seconds`` (``[filter:mass]``, default 30).
+* urgent: urgent tenants get a reserved share of each device's slots on
+  the object servers (``mass_queue``).  Besides the object servers'
+  ``urgent_tenants``, an operator marks a tenant urgent in its account.
+* opt-out: an opted-out tenant is served as without Mass (no tags, no
+  substore, no method: ``swift_mass.proxy.middleware``), and the control
+  loop does not classify it.  Besides the proxies' ``opt_out_accounts``,
+  an operator opts a tenant out in its account.
+
+Both go through a proxy running the ``mass`` filter
+(``swift_mass.proxy.marks``): an account POST by a reseller admin with
+``X-Mass-Urgent: true`` (``X-Mass-Opt-Out: true``) sets the mark, ``false``
+clears it, and a reseller admin's account HEAD shows it as ``true`` or
+``false``.  A proxy that shows neither does not run Mass, or the
+credentials are not a reseller admin's.  Proxies pick a change up within
+their ``urgent_recheck_seconds`` (``[filter:mass]``, default 30).
 
 The functions take a swiftclient ``Connection`` on the tenant's account
 (``swift_mass.cli.client.tenant_connection`` makes one from operator
-credentials)::
+credentials), and the mark's header (by default the urgent mark's)::
 
     conn = client.tenant_connection(auth_url, user, key, 'AUTH_test')
     set_mark(conn, True)      # POST, then HEAD to check: True
     get_mark(conn)            # True
+    set_mark(conn, True, OPT_OUT.header)
 """
+import collections
+
 from swift_mass import tags
 from swift_mass.cli import client, output
 
-HEADER = tags.URGENT_MARK_HEADER
 RECHECK_NOTE = ('proxies pick a change up within their '
                 'urgent_recheck_seconds ([filter:mass], default 30)')
 
+#: a mark's subcommand: its name, the header, the key of --json's result
+#: and what --on does, for --help
+AccountMark = collections.namedtuple('AccountMark', [
+    'command', 'header', 'key', 'on_help'])
+URGENT = AccountMark('urgent', tags.URGENT_MARK_HEADER, 'urgent',
+                     'mark the tenant urgent')
+OPT_OUT = AccountMark('opt-out', tags.OPT_OUT_MARK_HEADER, 'opt_out',
+                      'opt the tenant out of Mass')
+MARKS = (URGENT, OPT_OUT)
+HEADER = URGENT.header
 
-class UrgentError(Exception):
+
+class MarkError(Exception):
     pass
 
 
-def shown(headers):
+# its name when the urgent mark was the only one
+UrgentError = MarkError
+
+
+def shown(headers, header=HEADER):
     """The mark an account HEAD's headers (swiftclient's, lower-case
     names) show: True, False, or None when they show none."""
-    value = headers.get(HEADER.lower())
+    value = headers.get(header.lower())
     if value is None:
         return None
     value = value.strip().lower()
     if value not in ('true', 'false'):
-        raise UrgentError('the proxy shows %s: %r; expected true or false'
-                          % (HEADER, value))
+        raise MarkError('the proxy shows %s: %r; expected true or false'
+                        % (header, value))
     return value == 'true'
 
 
-def get_mark(conn):
-    """The mark of the connection's account; UrgentError when the proxy
+def get_mark(conn, header=HEADER):
+    """The mark of the connection's account; MarkError when the proxy
     shows none."""
-    urgent = shown(conn.head_account())
-    if urgent is None:
-        raise UrgentError(
+    on = shown(conn.head_account(), header)
+    if on is None:
+        raise MarkError(
             'the proxy shows no %s for %s: either the mass filter is not in '
             'its pipeline, or %s is not a reseller admin' % (
-                HEADER, conn.url, conn.user or 'the token\'s user'))
-    return urgent
+                header, conn.url, conn.user or 'the token\'s user'))
+    return on
 
 
-def set_mark(conn, urgent):
-    """Mark the connection's account urgent (or clear the mark) and check
-    that the proxy shows it so; the mark shown.  UrgentError when the proxy
-    shows none (see :func:`get_mark`) or the other value."""
-    conn.post_account({HEADER: 'true' if urgent else 'false'})
-    now = get_mark(conn)
-    if now != urgent:
-        raise UrgentError('%s was posted to %s but the proxy shows %s: %s'
-                          % (HEADER, conn.url, HEADER,
-                             'true' if now else 'false'))
+def set_mark(conn, on, header=HEADER):
+    """Set the connection's account's mark (or clear it) and check that
+    the proxy shows it so; the mark shown.  MarkError when the proxy shows
+    none (see :func:`get_mark`) or the other value."""
+    conn.post_account({header: 'true' if on else 'false'})
+    now = get_mark(conn, header)
+    if now != on:
+        raise MarkError('%s was posted to %s but the proxy shows %s: %s'
+                        % (header, conn.url, header,
+                           'true' if now else 'false'))
     return now
 
 
-def command(args):
-    """``swift-mass urgent TENANT [--on | --off]``: the result for --json.
-    ``args``: tenant, on (True, False or None to show), auth_url, user,
-    key."""
+def command(args, mark=URGENT):
+    """``swift-mass urgent|opt-out TENANT [--on | --off]``: the result for
+    --json.  ``args``: tenant, on (True, False or None to show), auth_url,
+    user, key."""
     auth_url, user, key = client.credentials(args)
     conn = client.tenant_connection(auth_url, user, key, args.tenant)
     if args.on is None:
-        urgent = get_mark(conn)
+        on = get_mark(conn, mark.header)
     else:
-        urgent = set_mark(conn, args.on)
-    return {'tenant': args.tenant, 'urgent': urgent}
+        on = set_mark(conn, args.on, mark.header)
+    return {'tenant': args.tenant, mark.key: on}
 
 
 def text(result):
     """The plain-text form of :func:`command`'s result."""
-    return 'tenant: %s\nurgent: %s' % (
-        result['tenant'], 'true' if result['urgent'] else 'false')
+    key = URGENT.key if URGENT.key in result else OPT_OUT.key
+    return 'tenant: %s\n%s: %s' % (
+        result['tenant'], key.replace('_', '-'),
+        'true' if result[key] else 'false')
 
 
 def add_parsers(subparsers):
-    """Register ``urgent``."""
-    p = subparsers.add_parser(
-        'urgent', help='show, set or clear a tenant\'s urgent mark',
-        description='Without --on or --off, shows whether TENANT is marked '
-        'urgent; with them, marks it (or clears the mark) with an account '
-        'POST through the proxy, then checks the mark the proxy shows.  '
-        'Needs a reseller admin\'s credentials and the mass filter in the '
-        'proxy\'s pipeline.  Proxies pick a change up within their '
-        'urgent_recheck_seconds ([filter:mass], default 30).')
-    p.add_argument('tenant', help='the account, e.g. AUTH_test')
-    onoff = p.add_mutually_exclusive_group()
-    onoff.add_argument('--on', action='store_const', const=True,
-                       default=None, help='mark the tenant urgent')
-    onoff.add_argument('--off', action='store_const', const=False,
-                       dest='on', help='clear the mark')
-    client.add_options(p)
-    p.set_defaults(func=lambda args: output.emit(
-        args, lambda: command(args), text))
+    """Register ``urgent`` and ``opt-out``."""
+    descriptions = {
+        URGENT: ('show, set or clear a tenant\'s urgent mark',
+                 'Without --on or --off, shows whether TENANT is marked '
+                 'urgent; with them, marks it (or clears the mark)'),
+        OPT_OUT: ('show, set or clear a tenant\'s opt-out of Mass',
+                  'Without --on or --off, shows whether TENANT is opted '
+                  'out of Mass (served as without it: no tags, no '
+                  'substore, no method; not classified); with them, opts '
+                  'it out (or back in)'),
+    }
+    for mark in MARKS:
+        summary, what = descriptions[mark]
+        p = subparsers.add_parser(
+            mark.command, help=summary,
+            description=what + ' with an account POST through the proxy, '
+            'then checks the mark the proxy shows.  Needs a reseller '
+            'admin\'s credentials and the mass filter in the proxy\'s '
+            'pipeline.  Proxies pick a change up within their '
+            'urgent_recheck_seconds ([filter:mass], default 30).')
+        p.add_argument('tenant', help='the account, e.g. AUTH_test')
+        onoff = p.add_mutually_exclusive_group()
+        onoff.add_argument('--on', action='store_const', const=True,
+                           default=None, help=mark.on_help)
+        onoff.add_argument('--off', action='store_const', const=False,
+                           dest='on', help='clear the mark')
+        client.add_options(p)
+        p.set_defaults(func=lambda args, mark=mark: output.emit(
+            args, lambda: command(args, mark), text))

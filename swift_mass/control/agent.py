@@ -18,7 +18,14 @@
   that made requests in it, has a pin or a pinned entry (nothing else can
   change an entry: :func:`swift_mass.control.controller.keeps_when_idle`),
   and write the entries that changed, each saved durably (account
-  sysmeta).
+  sysmeta).  A tenant opted out of Mass is not classified: its entry
+  says so (:func:`swift_mass.control.controller.opt_out`), and
+  :meth:`Agent.policy` answers None for it.  The leader learns of an
+  opt-out from the tenant's requests (the ``opted_out`` counter the
+  proxies count once Swift authorised a request of an opted-out account,
+  :mod:`swift_mass.control.monitor`), or from ``opt_out_accounts``: an
+  account opts out at its next request, or at once when configured, and
+  back in once a window has passed without an opted-out request.
 
 No WSGI here: the middleware records counts, asks for policies and calls
 :meth:`Agent.tick` from a green thread; tests call it with a clock.
@@ -33,6 +40,7 @@ import time
 from swift_mass.conf import DEFAULT_TENANT_METRICS
 from swift_mass.control import controller, monitor
 from swift_mass.generations import bumped_tenants
+from swift_mass.tags import OPT_OUT_MARK_HEADER
 
 
 _STATSD_SAFE = re.compile(r'[A-Za-z0-9_-]*\Z').match
@@ -99,7 +107,8 @@ class Agent(object):
 
     def __init__(self, store, settings, owner, logger, interval=5.0,
                  bucket_seconds=5, durable=None, clock=time.time,
-                 generations=None, tenant_metrics=DEFAULT_TENANT_METRICS):
+                 generations=None, tenant_metrics=DEFAULT_TENANT_METRICS,
+                 opt_out=frozenset()):
         self.store = store
         self.settings = settings
         self.owner = owner
@@ -114,6 +123,8 @@ class Agent(object):
         #: per-tenant statsd counters of a flush for at most this many
         #: tenants (None: all)
         self.tenant_metrics = tenant_metrics
+        #: the tenants opted out by configuration (``opt_out_accounts``)
+        self.opt_out = frozenset(opt_out)
         #: {tenant: entry}: what policy() answers from, a dict lookup
         self.table = {}
         #: the state of the store's table that self.table is: (id, version)
@@ -129,7 +140,12 @@ class Agent(object):
         self.window.record(tenant, counts)
 
     def policy(self, tenant):
-        return self.table.get(tenant)
+        """The tenant's policy entry, or None: none decided, or the tenant
+        is opted out."""
+        entry = self.table.get(tenant)
+        if entry is not None and controller.OPTED_OUT in entry:
+            return None
+        return entry
 
     def tick(self):
         """Do the interval's work if it is due; cheap when it is not."""
@@ -264,6 +280,14 @@ class Agent(object):
                     return None
         return None
 
+    def _opted_out(self, tenant, figures):
+        """Why the tenant is opted out of Mass, or None if it is not."""
+        if tenant in self.opt_out:
+            return 'opt_out_accounts'
+        if figures.opted_out:
+            return 'its account\'s %s mark' % OPT_OUT_MARK_HEADER
+        return None
+
     def lead(self, now):
         """The leader's work (it holds the lease): decide, and write what
         changed."""
@@ -279,6 +303,10 @@ class Agent(object):
         tenants.update(pins)
         tenants.update(tenant for tenant, entry in table.items()
                        if not controller.keeps_when_idle(entry))
+        # configured opt-outs take a policy away at once, idle or not
+        tenants.update(tenant for tenant in self.opt_out
+                       if tenant in table and
+                       not controller.is_opted_out(table[tenant]))
         updates = {}  # {tenant: new entry or None}, to write
         changed = []  # of those, the decisions (not recalled as they were)
         for tenant in tenants:
@@ -286,26 +314,35 @@ class Agent(object):
             recalled = previous is None and self.durable is not None
             if recalled:
                 previous = self.durable.load(tenant)
-            if not pins_known and previous and previous.get('pinned') and \
-                    tenant not in pins:
+            own = figures.get(tenant, empty)
+            why = self._opted_out(tenant, own)
+            if why:
+                # before the pins: an opt-out wins over a pin
+                decided = controller.opt_out(tenant, previous, now,
+                                             self.settings, why,
+                                             pinned=tenant in pins)
+            elif not pins_known and previous and previous.get('pinned') \
+                    and tenant not in pins:
                 # The store that keeps the operator's pins does not
                 # answer: a pinned tenant keeps its entry, and its durable
                 # copy, until the pins can be read again.
                 if recalled:
                     updates[tenant] = previous
                 continue
-            own = figures.get(tenant, empty)
-            decided = self._decide(tenant, previous, own, now, pins,
-                                   lambda cls, own=own:
-                                   controller.reference_latency(
-                                       cls, totals, own, min_requests))
+            else:
+                decided = self._decide(tenant, previous, own, now, pins,
+                                       lambda cls, own=own:
+                                       controller.reference_latency(
+                                           cls, totals, own, min_requests))
             if decided is None:
                 continue
             entry, reasons = decided
             for reason in reasons:
                 self.logger.info('mass decision: %s' % reason)
             if entry is None:
-                if tenant in table:
+                # a recalled entry that is no more: its durable copy goes
+                # too, or every tick would recall it again
+                if tenant in table or (recalled and previous is not None):
                     updates[tenant] = None
                     changed.append(tenant)
             elif entry is not table.get(tenant):

@@ -62,6 +62,13 @@ whose latency doubled while everyone else's doubled too was not hurt by
 its method.  Without such a reference the absolute latencies are
 compared.
 
+A tenant opted out of Mass (its account's mark or a proxy's
+``opt_out_accounts``) is not classified: :func:`opt_out` replaces its entry
+with one that says so (``opted_out``, and the reason), which no proxy takes
+for a policy (:meth:`swift_mass.control.agent.Agent.policy` answers None)
+and which ``swift-mass explain`` shows.  Once the tenant opts back in,
+:func:`decide` decides on it afresh.
+
 An entry is a plain dict, so it goes to the shared store as JSON and to
 account sysmeta unchanged.
 """
@@ -224,8 +231,59 @@ def _insert(entry, previous, figures, now, settings, reference):
     entry['baseline_reference_ms'] = reference(cls)
 
 
+#: the field that makes an entry an opted-out tenant's (:func:`opt_out`)
+OPTED_OUT = 'opted_out'
+
+
+def is_opted_out(entry):
+    """Whether a table entry is an opted-out tenant's."""
+    return bool(entry) and bool(entry.get(OPTED_OUT))
+
+
+def opt_out(tenant, previous, now, settings=DEFAULT_SETTINGS, why='',
+            pinned=False):
+    """The entry of a tenant opted out of Mass (``why``: by what), and the
+    reasons, as :func:`decide` answers them; ``previous`` if it is one
+    already.  It names no class, substore or method, and keeps what a
+    later policy is judged by: the hold-offs, and ``ran_until`` with
+    previous's method stopping now, so a tenant that opts back in within a
+    window is not judged against a window its old method ran in.
+    ``pinned``: the operator's pin, which waits until the tenant opts back
+    in."""
+    if is_opted_out(previous):
+        return previous, []
+    reason = 'opted out (%s)' % why
+    entry = dict(new_entry(classify.UNKNOWN, settings, now, reason),
+                 ring='', method='none', validated=True)
+    entry[OPTED_OUT] = True
+    entry['holdoff'] = {m: t for m, t in (previous or {}).get(
+        'holdoff', {}).items() if t > now}
+    ran = _ran_until(previous, 'none', now, settings)
+    if ran:
+        entry['ran_until'] = ran
+    return entry, ['%s: %s: no class, substore or method%s' % (
+        tenant, reason, '; its pin waits until it opts back in'
+        if pinned else '')]
+
+
 def decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
            pin=None, reference=None):
+    """The tenant's new table entry (None: the tenant has none) and a
+    list of reasons (empty when nothing changed); see :func:`_decide`.
+    ``previous`` may be the entry of a tenant that was opted out
+    (:func:`opt_out`) and is no longer: its new entry is decided afresh,
+    none while its requests are too few to classify it."""
+    entry, reasons = _decide(tenant, previous, figures, now, settings, pin,
+                             reference)
+    if is_opted_out(previous):
+        if entry is previous:
+            entry = None
+        reasons = ['%s: no longer opted out' % tenant] + reasons
+    return entry, reasons
+
+
+def _decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
+            pin=None, reference=None):
     """The tenant's new table entry (None: the tenant has none) and a
     list of reasons (empty when nothing changed).
 

@@ -18,6 +18,9 @@ Counter names (fields of a bucket):
     bytes_in        request bytes received from clients
     bytes_out       response bytes sent to clients
     size.<bytes>    object size histogram of GET and PUT bodies
+    opted_out       requests the tenant made while opted out of Mass (its
+                    account's mark, or a proxy's opt_out_accounts): how
+                    the leader learns of an opt-out
 """
 import bisect
 import collections
@@ -32,6 +35,8 @@ LATENCY_BOUNDS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000,
                      10000, 30000)
 SIZE_BOUNDS = (4096, 65536, 1048576, 16777216, 268435456)
 INF = 'inf'
+#: the counter of requests an opted-out tenant made (see the docstring)
+OPTED_OUT = 'opted_out'
 
 
 def _bucket_label(bounds, value):
@@ -127,9 +132,11 @@ def window_buckets(now, window_seconds, bucket_seconds):
     return first // int(bucket_seconds) * int(bucket_seconds)
 
 
+# opted_out last, with a default: Figures made before it still are
 Figures = collections.namedtuple('Figures', [
     'reads', 'writes', 'ops', 'errors', 'bytes_in', 'bytes_out',
-    'mean_latency_ms', 'p99_latency_ms', 'sizes'])
+    'mean_latency_ms', 'p99_latency_ms', 'sizes', 'opted_out'],
+    defaults=(0,))
 
 
 def _percentile(histogram, fraction):
@@ -149,15 +156,15 @@ def _percentile(histogram, fraction):
 
 #: the prefixes of the counters the controller decides by: all that
 #: :func:`decision_figures` reads, and all that the leader reads
-DECISION_FIELDS = ('ops.', 'lat_ms.')
+DECISION_FIELDS = ('ops.', 'lat_ms.', OPTED_OUT)
 _OP_FIELDS = tuple((op, 'ops.' + op, 'lat_ms.' + op) for op in OPS)
 
 
 def decision_figures(buckets):
     """Figures of a tenant's buckets (an iterable of field dicts, of which
-    only the :data:`DECISION_FIELDS` are read) with what
-    :func:`swift_mass.control.controller.decide` reads: reads, writes, ops
-    and mean_latency_ms, as :func:`figures` gives them; the others empty.
+    only the :data:`DECISION_FIELDS` are read) with what the leader decides
+    by: reads, writes, ops, mean_latency_ms and opted_out, as
+    :func:`figures` gives them; the others empty.
     What the leader computes for every tenant with requests, each interval:
     a fraction of what :func:`figures` costs."""
     buckets = list(buckets)
@@ -180,8 +187,10 @@ def decision_figures(buckets):
             elif op in WRITE_OPS:
                 writes += n
     # reads, writes, ops, errors, bytes_in, bytes_out, mean_latency_ms,
-    # p99_latency_ms, sizes (positional: it is made for every tenant)
-    return Figures(reads, writes, ops, {}, 0, 0, mean, {}, {})
+    # p99_latency_ms, sizes, opted_out (positional: it is made for every
+    # tenant)
+    return Figures(reads, writes, ops, {}, 0, 0, mean, {}, {},
+                   total.get(OPTED_OUT, 0))
 
 
 def figures(buckets):
@@ -207,4 +216,5 @@ def figures(buckets):
         mean_latency_ms=mean,
         p99_latency_ms=p99,
         sizes={k[5:]: v for k, v in total.items() if k.startswith('size.')},
+        opted_out=total[OPTED_OUT],
     )

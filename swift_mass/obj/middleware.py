@@ -52,6 +52,39 @@ class SlotHoldingIterator(ClosingIterator):
             self.release()
 
 
+class Observed(object):
+    """In observe mode, what one device's queue would have seen: the
+    requests running at once and at most, those that arrived, and of
+    those, the ones that arrived while ``slots`` were running."""
+    __slots__ = ('slots', 'in_flight', 'peak', 'arrived', 'would_wait')
+
+    def __init__(self, slots):
+        self.slots = slots
+        self.in_flight = self.peak = self.arrived = self.would_wait = 0
+
+    def arrive(self):
+        """A request starts; whether it would have waited, and the
+        callable that ends it (only its first call counts)."""
+        self.arrived += 1
+        waits = self.in_flight >= self.slots
+        if waits:
+            self.would_wait += 1
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        ended = []
+
+        def end():
+            if not ended:
+                ended.append(True)
+                self.in_flight -= 1
+        return waits, end
+
+    def stats(self):
+        return {'in_flight': self.in_flight,
+                'peak_in_flight': self.peak, 'arrived': self.arrived,
+                'would_wait': self.would_wait}
+
+
 class BumpedWrite(WSGIContext):
     """An object write, answered only after the object got a new
     generation (swift_mass.generations): the object server has written it
@@ -172,6 +205,21 @@ class MassQueueMiddleware(object):
     every device's queue in this worker as JSON, for operators; object
     servers listen on the storage network only, like recon.
 
+    ``mode = observe`` (the default is ``active``): every request is
+    admitted at once, whatever its device's slots and its priority (no
+    queue is made, so none holds a slot nor makes anyone wait, and no
+    request is refused); the filter still records and counts each
+    request's priority and class, still bumps generations (the proxies'
+    caches rely on them, whatever this server's mode) and still answers
+    ``GET /mass_queue`` (with ``"mode": "observe"``).  Instead of its
+    queues it reports, per device, what they would have seen
+    (:class:`Observed`): how many requests ran at once, and how many
+    arrived while ``slots_per_device`` were running (in active mode they
+    would have waited, unless a batch or urgent slot took them), also
+    counted as ``queue.would_wait``.  The mode is read at start-up: a
+    reload (``swift-init object-server reload``, SIGHUP) switches it, and
+    the new workers start with no queue.
+
     Place it immediately left of ``object-server``::
 
         [pipeline:main]
@@ -199,6 +247,8 @@ class MassQueueMiddleware(object):
             conf, log_route='mass_queue', statsd_tail_prefix='mass_queue')
         self.clock = clock
         self.queues = {}
+        #: {device: Observed}, in observe mode
+        self.observed = {}
         # tenants the proxies marked urgent, for GET /mass_queue
         self.urgent_seen = set()
         self.generations = None
@@ -214,7 +264,10 @@ class MassQueueMiddleware(object):
             self.logger.info('mass_queue: no redis_url, so this object '
                              'server bumps no generations and the proxies\' '
                              'caches validate every hit against Swift')
-        register_swift_info('mass_queue',
+        if not self.conf.active:
+            self.logger.info('mass_queue: observe mode: every request is '
+                             'admitted at once')
+        register_swift_info('mass_queue', mode=self.conf.mode,
                             slots_per_device=self.conf.slots_per_device,
                             batch_slots=self.conf.batch_slots,
                             adaptive_slots=self.conf.adaptive_slots,
@@ -304,6 +357,7 @@ class MassQueueMiddleware(object):
     def _admin(self, env, start_response):
         conf = self.conf
         body = json.dumps({
+            'mode': conf.mode,
             'slots_per_device': conf.slots_per_device,
             'batch_slots': conf.batch_slots,
             'deadline': conf.deadline,
@@ -313,6 +367,8 @@ class MassQueueMiddleware(object):
             'adaptive_slots': conf.adaptive_slots,
             'devices': dict((device, queue.stats()) for device, queue
                             in self.queues.items()),
+            'observed': dict((device, seen.stats()) for device, seen
+                             in self.observed.items()),
         }, sort_keys=True).encode('utf-8')
         start_response('200 OK', [('Content-Type', 'application/json'),
                                   ('Content-Length', str(len(body)))])
@@ -401,8 +457,27 @@ class MassQueueMiddleware(object):
         # since its queue was made gets its 507 at once.
         if not self.conf.slots_per_device or not self._serves(device):
             return app(env, start_response)
+        if not self.conf.active:
+            return self._observed(env, start_response, device, app)
         return self._queued(env, start_response, method, device, account,
                             label, app)
+
+    def _observed(self, env, start_response, device, app):
+        """Serve the request at once (observe mode), noting what its
+        device's queue would have seen."""
+        seen = self.observed.get(device)
+        if seen is None:
+            seen = self.observed[device] = Observed(
+                self.conf.slots_per_device)
+        waits, end = seen.arrive()
+        if waits:
+            self.logger.increment('queue.would_wait')
+        try:
+            app_iter = app(env, start_response)
+        except BaseException:
+            end()
+            raise
+        return SlotHoldingIterator(app_iter, end)
 
 
 def object_server_conf(conf):

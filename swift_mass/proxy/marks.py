@@ -11,7 +11,7 @@ account or container shows the mark under the same header, so the command
 can check that the mark took (no ``mass`` filter, or credentials that are
 not a reseller admin's, show nothing).
 
-Two marks:
+Three marks:
 
 * :data:`MIGRATING`, on a container: ``swift-mass migrate`` marks the
   containers it works on (the container, its staging container, the
@@ -22,7 +22,10 @@ Two marks:
   a tenant that is not migrating nothing extra on object writes: the
   container info it reads is the one the proxy reads for the same request
   anyway (from the request's infocache or memcache).  Reads are never
-  checked.  The mark's value is kept and shown as it was sent.
+  checked.  The mark's value is kept and shown as it was sent.  A reseller
+  admin's object PUT or DELETE keeps its X-Timestamp
+  (:func:`give_back_timestamp`): the move dates its writes by the versions
+  they copy or delete.
 * :data:`URGENT`, on an account: ``swift-mass urgent TENANT --on`` (``false``
   removes it) makes every request of the tenant carry
   ``X-Backend-Mass-Urgent: true`` to the storage servers, where
@@ -30,11 +33,16 @@ Two marks:
   and always shown, as ``true`` or ``false``.  Each proxy worker learns a
   tenant's mark from the account info Swift caches (the request's
   infocache, then memcache, then an account HEAD), at most once per
-  ``urgent_recheck_seconds`` per tenant (:class:`UrgentTenants`): a request
+  ``urgent_recheck_seconds`` per tenant (:class:`AccountMarks`): a request
   whose tenant was looked up recently costs a dictionary lookup.  A change
   reaches every worker within ``urgent_recheck_seconds`` plus the account
   info's time in memcache (``recheck_account_existence``; the proxy that
   handles the POST clears it).
+* :data:`OPT_OUT`, on an account: ``swift-mass opt-out TENANT --on``
+  (``false`` removes it) opts the tenant out of Mass: its requests are
+  served as without Mass (``swift_mass.proxy.middleware``).  Kept and
+  shown as the urgent mark is, and learnt by each worker in the same
+  lookup, once per ``urgent_recheck_seconds`` (:class:`AccountMarks`).
 """
 import time
 
@@ -116,9 +124,38 @@ class Mark(object):
         return kept
 
 
+# Where gatekeeper (shunt_inbound_x_timestamp, on by default) moves every
+# request's X-Timestamp, in the environ.
+SHUNTED_TIMESTAMP = 'HTTP_X_BACKEND_INBOUND_X_TIMESTAMP'
+
+
+def give_back_timestamp(env):
+    """Give a reseller admin's object PUT or DELETE back the X-Timestamp
+    gatekeeper shunted, so that the proxy dates the write by it as it
+    dates container sync's.  ``swift-mass migrate`` dates each write by
+    the version it copies or deletes, so that a client's later write wins
+    on the object servers.  Only a reseller admin, who may delete the
+    account's every object anyway, sets the time of a write."""
+    if not env.get('reseller_request') or \
+            env['REQUEST_METHOD'] not in ('PUT', 'DELETE') or \
+            SHUNTED_TIMESTAMP not in env:
+        return
+    try:
+        split_path(env['PATH_INFO'], 4, 4, True)
+    except ValueError:
+        return  # not an object
+    env['HTTP_X_TIMESTAMP'] = env.pop(SHUNTED_TIMESTAMP)
+
+
 class MigratingMark(Mark):
     """A container ``swift-mass migrate`` is moving: kept as sent, shown
     when set, and writes by others refused."""
+
+    def take(self, env, sent):
+        """As :meth:`Mark.take`; and a reseller admin's object write keeps
+        its X-Timestamp (:func:`give_back_timestamp`)."""
+        give_back_timestamp(env)
+        super(MigratingMark, self).take(env, sent)
 
     def refusal(self, env, app, retry_after):
         """None if the request may go on, else the 503 to answer: a write
@@ -142,12 +179,12 @@ class MigratingMark(Mark):
             content_type='text/plain')
 
 
-class UrgentMark(Mark):
-    """An urgent tenant's account: kept as ``true`` or removed, always
-    shown as ``true`` or ``false``."""
+class FlagMark(Mark):
+    """A mark on an account that is on or off (urgent, opted out): kept
+    as ``true`` or removed, always shown as ``true`` or ``false``."""
 
     def stored(self, sent):
-        return tags.URGENT if config_true_value(sent) else ''
+        return 'true' if config_true_value(sent) else ''
 
     def show(self, kept):
         return 'true' if config_true_value(kept) else 'false'
@@ -173,9 +210,11 @@ class StagedRead(WSGIContext):
     staging container, where the move keeps a verified copy of every
     object while the container is emptied, deleted, created again and
     restored.  So no reader gets a 404 for an object that exists.  Only
-    while the container (or, while it is gone, its staging container) is
-    marked; a reseller admin's reads (the move's own) see the container as
-    it is."""
+    while the container or its staging container is marked (a run that
+    failed takes the mark off the container, and keeps its staging
+    container for the next run); a reseller admin's reads (the move's own)
+    see the container as it is.  A 404 from an unmarked container costs
+    one more container info lookup (memcache), its staging container's."""
 
     def __call__(self, env, start_response):
         # as it came: the proxy app sets the container's storage policy
@@ -195,8 +234,6 @@ class StagedRead(WSGIContext):
         info = get_container_info(env, self.app, swift_source='MASS')
         if info.get('sysmeta', {}).get(MIGRATING.sysmeta_key):
             return True
-        if info.get('status') != 404:
-            return False
         version, account, container, _obj = split_path(
             env['PATH_INFO'], 4, 4, True)
         staging_env = dict(env, PATH_INFO=staged_path(
@@ -213,8 +250,12 @@ class StagedRead(WSGIContext):
 
 
 MIGRATING = MigratingMark(tags.MIGRATING_MARK_HEADER, 'container')
-URGENT = UrgentMark(tags.URGENT_MARK_HEADER, 'account')
-MARKS = (MIGRATING, URGENT)
+URGENT = FlagMark(tags.URGENT_MARK_HEADER, 'account')
+OPT_OUT = FlagMark(tags.OPT_OUT_MARK_HEADER, 'account')
+MARKS = (MIGRATING, URGENT, OPT_OUT)
+# the marks on an account: one lookup of its info reads them all
+ACCOUNT_MARKS = (URGENT, OPT_OUT)
+NO_MARKS = frozenset()
 
 
 def taken_out(env):
@@ -224,14 +265,17 @@ def taken_out(env):
     return {mark: env.pop(mark.env_key, None) for mark in MARKS}
 
 
-class UrgentTenants(object):
-    """Which tenants are marked urgent, as far as this worker knows.
+class AccountMarks(object):
+    """Which marks of :data:`ACCOUNT_MARKS` each tenant's account carries,
+    as far as this worker knows: one lookup of the account info tells
+    them all.
 
     :param app: the proxy app right of Mass (account info lookups).
-    :param recheck: seconds a tenant's mark is trusted before it is looked
-        up again; 0 turns marks off (no lookups at all).
+    :param recheck: seconds a tenant's marks are trusted before they are
+        looked up again; 0 turns account marks off (no lookups at all).
     :param clock: a callable returning seconds.
-    :param logger: counts each lookup (``urgent.lookup``), if given.
+    :param logger: counts each lookup (``urgent.lookup``, its name from
+        when the urgent mark was the only one), if given.
     """
 
     def __init__(self, app, recheck, clock=time.monotonic, logger=None):
@@ -241,20 +285,21 @@ class UrgentTenants(object):
         self.logger = logger
 
     def __call__(self, env, tenant):
-        """True when ``tenant``, the tenant of the request ``env``, is
-        marked urgent."""
+        """The marks (a frozenset of :data:`ACCOUNT_MARKS`) the account
+        of ``tenant``, the tenant of the request ``env``, carries."""
         if not self.recheck:
-            return False
-        urgent = self.known.get(tenant)
-        if urgent is not None:
-            return urgent
+            return NO_MARKS
+        found = self.known.get(tenant)
+        if found is not None:
+            return found
         if URGENT.addresses(env) and env['REQUEST_METHOD'] in WRITES:
             # Looking up an account that is being created or changed would
             # cache its old info; its next request looks it up (and no
             # object server sees an account write's tag).
-            return False
+            return NO_MARKS
         if self.logger is not None:
             self.logger.increment('urgent.lookup')
         info = get_account_info(env, self.app, swift_source='MASS')
-        urgent = self.known[tenant] = URGENT.on(info)
-        return urgent
+        found = self.known[tenant] = frozenset(
+            mark for mark in ACCOUNT_MARKS if mark.on(info))
+        return found

@@ -108,6 +108,11 @@ class RoutedPut(WSGIContext):
     def _route_if_new(self, req):
         """Once Swift authorised the PUT: the substore's policy for a
         container that does not exist yet.  Refuses nothing."""
+        if req.environ.get(tags.ENV_OPTED_OUT):
+            # learnt as Swift authorised the PUT (MassMiddleware's hook
+            # runs first): served as without Mass
+            self.reason = 'opted out'
+            return None
         # pre-authorised, and from the infocache or memcache when the
         # proxy knows the container already
         info = get_container_info(req.environ, self.app, swift_source='MASS')
@@ -165,9 +170,12 @@ class TenantRequest(WSGIContext):
                 size = length
             elif is_object and op == 'GET' and status == 200:
                 size = sent
-            self.agent.record(tenant, monitor.request_counts(
-                op, status, length or 0, sent, time.time() - started,
-                size))
+            counts = monitor.request_counts(
+                op, status, length or 0, sent, time.time() - started, size)
+            if env.get(tags.ENV_OPTED_OUT):
+                # how the leader learns of the opt-out
+                counts[monitor.OPTED_OUT] = 1
+            self.agent.record(tenant, counts)
 
         if isinstance(app_iter, (list, tuple)):
             # A body already in memory is complete, and some middlewares
@@ -255,6 +263,38 @@ class MassMiddleware(object):
     reserved and ``.``-prefixed system accounts) are passed on with only
     the forged tags removed.
 
+    Rollout controls (docs/rollout.md):
+
+    * ``mode = observe`` (the default is ``active``): Mass counts,
+      classifies, runs the control loop, logs and keeps every decision and
+      sends its metrics as in active mode, and changes nothing on the
+      request path: no ``X-Backend-Mass-*`` tag (so every priority and
+      class is Swift's and ``mass_queue``'s default), no urgent tag, no
+      routing, no method (no cache, merge or batch).  What protects the
+      correctness of work an operator started stays: writes to a container
+      ``swift-mass migrate`` is moving are still refused, and its objects
+      still read from the staging container, since the move relies on
+      both; forged tags are still removed, and marks still taken and
+      shown.  The mode is read at start-up, so a reload (``swift-init
+      proxy reload``, SIGHUP) switches it, and nothing of the other mode
+      survives in the new workers: a policy the table holds is never
+      taken for a tag or a method in observe mode, and the object servers
+      keep bumping generations, so caches are as sound when active mode
+      comes back.
+    * Opt-out: an account in ``opt_out_accounts``, or whose account a
+      reseller admin marked with ``X-Mass-Opt-Out: true`` (``swift-mass
+      opt-out TENANT --on``; ``swift_mass.proxy.marks``), is served
+      exactly as without Mass: no tag, no routing, no method.  Its
+      requests are still counted (the leader learns of the opt-out from
+      them, and ``swift-mass explain`` shows its figures), and the leader
+      replaces its policy with an entry that says it is opted out, which
+      no worker takes for a policy.  The mark is looked up only once Swift
+      authorised a request, with the urgent mark (one lookup): what Mass
+      chose for the request before (its policy's method, the routing of a
+      new container) checks the opt-out at that point and leaves the
+      request to Swift, and once the leader has carried the opt-out into
+      the policy table (within an interval) nothing is chosen at all.
+
     Place it immediately left of ``proxy-server``, right of ``gatekeeper``
     and of the auth middlewares, so that every backend-bound request,
     subrequests of slo, dlo, copy, versioned_writes, symlink and s3api
@@ -280,15 +320,22 @@ class MassMiddleware(object):
             interval=self.conf.interval,
             bucket_seconds=self.conf.bucket_seconds, durable=self.sysmeta,
             generations=self.methods.cache.generations,
-            tenant_metrics=self.conf.tenant_metrics)
+            tenant_metrics=self.conf.tenant_metrics,
+            opt_out=self.conf.opt_out_accounts)
         self._loop_pid = None
-        self.urgent_tenants = marks.UrgentTenants(
+        self.account_marks = marks.AccountMarks(
             app, self.conf.urgent_recheck_seconds, logger=self.logger)
+        # observe mode without the control loop has no use for them
+        self._looks_up_marks = self.conf.active or self.conf.control_loop
+        if not self.conf.active:
+            self.logger.info('mass: observe mode: counting and deciding, '
+                             'changing no request')
         # swift-mass migrate runs only where writes are refused meanwhile
         register_swift_info('mass_migrate',
                             retry_after=self.conf.migrate_retry_after)
         register_swift_info(
-            'mass', default_priority=self.conf.default_priority,
+            'mass', mode=self.conf.mode,
+            default_priority=self.conf.default_priority,
             priority_min=tags.PRIORITY_MIN, priority_max=tags.PRIORITY_MAX,
             control_loop=self.conf.control_loop,
             substores=dict(self.conf.control.rings),
@@ -305,6 +352,8 @@ class MassMiddleware(object):
             # no storage server works for it, Mass has nothing to do.
             return self.app(env, start_response)
 
+        if tenant in self.conf.opt_out_accounts:
+            env[tags.ENV_OPTED_OUT] = True
         entry = self._tag(env, tenant)
         for mark, sent in sent_marks.items():
             mark.take(env, sent)
@@ -320,10 +369,16 @@ class MassMiddleware(object):
 
     def _authorized(self, env, tenant):
         """What waits until Swift authorised the request
-        (swift_mass.proxy.authorization): its urgent mark, and refusing a
-        write to a container being moved (the refusal, or None)."""
-        if self.urgent_tenants(env, tenant):
-            env[tags.URGENT_ENV] = tags.URGENT
+        (swift_mass.proxy.authorization): its account's marks (opted out:
+        the request is left as Swift alone would serve it; urgent: its
+        tag), and refusing a write to a container being moved (the
+        refusal, or None), in every mode and for every account."""
+        if self._looks_up_marks and not env.get(tags.ENV_OPTED_OUT):
+            found = self.account_marks(env, tenant)
+            if marks.OPT_OUT in found:
+                untag(env)
+            elif marks.URGENT in found and self.conf.active:
+                env[tags.URGENT_ENV] = tags.URGENT
         return marks.MIGRATING.refusal(env, self.app,
                                        self.conf.migrate_retry_after)
 
@@ -333,13 +388,17 @@ class MassMiddleware(object):
         control loop has classified the tenant, its class (its method tags
         what it needs: methods.Methods.app_for; the urgent tag waits for
         authorisation: _authorized); return the tenant's policy entry or
-        None."""
+        None.  In observe mode, and for an account opted out by
+        configuration, only the tenant."""
         env[tags.ENV_TENANT] = tenant
+        if self.conf.control_loop:
+            self._ensure_loop(env)
+        if not self.conf.active or env.get(tags.ENV_OPTED_OUT):
+            return None
         env[tags.ENV_PRIORITY] = self.conf.default_priority
         env[tags.PRIORITY_ENV] = self._priority_header
         if not self.conf.control_loop:
             return None
-        self._ensure_loop(env)
         entry = self.agent.policy(tenant)
         if entry is not None:
             env[tags.ENV_POLICY] = entry
@@ -352,6 +411,9 @@ class MassMiddleware(object):
         right of Mass (for a read of an object, through marks.StagedRead:
         a container being moved reads what it lacks from its staging
         container)."""
+        if env.get(tags.ENV_OPTED_OUT):
+            # known before the app is chosen without an auth system
+            entry = None
         app = self.app
         if entry is not None and entry.get('ring') and \
                 env['REQUEST_METHOD'] == 'PUT' and \
@@ -359,6 +421,8 @@ class MassMiddleware(object):
             app = self._route
         elif is_object and marks.StagedRead.applies(env):
             app = marks.StagedRead(self.app)
+        if entry is None:
+            return app
         return self.methods.app_for(env, entry, app)
 
     def _ensure_loop(self, env):
@@ -403,6 +467,18 @@ class MassMiddleware(object):
             return self.app(env, start_response)
         return RoutedPut(self.app, self.logger, substore).handle_put(
             req, start_response)
+
+
+def untag(env):
+    """Leave a request of an opted-out account as Swift alone would serve
+    it: every Mass tag it got before Swift authorised it removed, and the
+    opt-out in the environ, for what would act on it later
+    (:data:`swift_mass.tags.ENV_OPTED_OUT`)."""
+    env[tags.ENV_OPTED_OUT] = True
+    for key in [k for k in env if k.startswith(tags.BACKEND_TAG_PREFIX)]:
+        del env[key]
+    for key in (tags.ENV_PRIORITY, tags.ENV_POLICY, tags.ENV_CLASS):
+        env.pop(key, None)
 
 
 def filter_factory(global_conf, **local_conf):

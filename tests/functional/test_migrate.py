@@ -5,6 +5,11 @@ moves from policy standard to bulk; the command is killed (SIGKILL) once
 in the copy phase and once after the switch, and each time run again; at
 the end every object reads as before and the listing is the same.
 
+Writes through the SAIO's proxy without the mass filter (8082) during a
+move hold after it, and a run that fails leaves the container writable.
+The SAIO's proxies must run this tree's swift_mass (its mass filter gives
+a reseller admin's X-Timestamp back).
+
 The operator credentials are the SAIO's reseller admin, given to the
 command explicitly through ST_AUTH, ST_USER and ST_KEY.
 """
@@ -20,6 +25,7 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import requests
 
 from tests.functional.conftest import PROXY, ROOT
 
@@ -325,3 +331,142 @@ def test_migrate_1000_objects_interrupted_twice(tenant, moved):
                           data=b'x').status_code == 201
     timings['verify'] = time.time() - t0
     print('timings: ' + ', '.join('%s %.1fs' % kv for kv in timings.items()))
+
+
+# the SAIO's proxy without the mass filter (tools/saio): it refuses no
+# write to a container being moved
+WITHOUT_MASS = 'http://127.0.0.1:8082'
+
+
+def without_mass(tenant, method, container, name, **kwargs):
+    """The tenant's request through the proxy without the mass filter."""
+    return requests.request(
+        method, '%s/%s/%s' % (tenant.url.replace(PROXY, WITHOUT_MASS),
+                              q(container), q(name)),
+        headers={'X-Auth-Token': tenant.token}, timeout=20, **kwargs)
+
+
+def run_with(account, container, *options):
+    return subprocess.Popen(
+        command('run', account, container, '--policy', 'bulk',
+                '--lock-ttl', '6', *options),
+        env=run_env(), cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+
+
+def body_of(tenant, container, name):
+    resp = tenant.request('GET', '/%s/%s' % (q(container), q(name)))
+    return resp.status_code, resp.content
+
+
+def test_writes_through_a_proxy_without_mass_hold(tenant, moved):
+    """Item 1 of issue 25: a DELETE and an overwrite made through the
+    proxy without the mass filter once their objects are copied, and
+    another pair once the empty phase has listed the container (before
+    the move deletes them): after `migrate run` every one of them holds,
+    and every other object is as it was.  With one worker, objects are
+    copied and deleted in name order: the run is paused (SIGSTOP) at a
+    progress line while the client writes, so the aa- objects are staged
+    already and the zz- ones listed but not deleted yet."""
+    container, _segments = moved
+    names = ['obj-%04d' % i for i in range(200)]
+    early = ('aa-deleted', 'aa-replaced')
+    late = ('zz-deleted', 'zz-replaced')
+    for name in names + list(early + late):
+        put(tenant, '/%s/%s' % (container, name), b'old ' + name.encode())
+    proc = run_with(tenant.account, container, '--settle', '1',
+                    '--concurrency', '1')
+    lines = []
+    answers = {}
+
+    def paused(writes):
+        proc.send_signal(signal.SIGSTOP)
+        try:
+            for method, name, body in writes:
+                resp = without_mass(tenant, method, container, name,
+                                    data=body)
+                answers[name] = resp.status_code
+        finally:
+            proc.send_signal(signal.SIGCONT)
+
+    for line in proc.stderr:
+        lines.append(line)
+        copied = re.search(r': copy (\d+)/', line)
+        emptied = re.search(r': empty (\d+)/', line)
+        if copied and int(copied.group(1)) >= 10 and \
+                'aa-deleted' not in answers:
+            paused([('DELETE', 'aa-deleted', None),
+                    ('PUT', 'aa-replaced', b'new aa-replaced')])
+        elif emptied and int(emptied.group(1)) >= 10 and \
+                'zz-deleted' not in answers:
+            paused([('DELETE', 'zz-deleted', None),
+                    ('PUT', 'zz-replaced', b'new zz-replaced')])
+    out = proc.stdout.read()
+    proc.wait()
+    err = ''.join(lines)
+    assert proc.returncode == 0, err
+    # acknowledged by the proxy without Mass, during the move
+    assert answers == {'aa-deleted': 204, 'aa-replaced': 201,
+                       'zz-deleted': 204, 'zz-replaced': 201}, err
+    summary, = json.loads(out)['containers']
+    assert summary['status'] == 'moved'
+    assert summary['dropped'] == 2, err
+    assert tenant.request('HEAD', '/' + container).headers[
+        'X-Storage-Policy'] == 'bulk'
+    for name in ('aa-deleted', 'zz-deleted'):
+        assert body_of(tenant, container, name)[0] == 404, name
+    for name in ('aa-replaced', 'zz-replaced'):
+        assert body_of(tenant, container, name) == (
+            200, b'new ' + name.encode()), name
+    for name in names:
+        assert body_of(tenant, container, name) == (
+            200, b'old ' + name.encode()), name
+    listed = [e['name'] for e in listing(tenant, container)]
+    assert listed == sorted(names + ['aa-replaced', 'zz-replaced'])
+
+
+def test_a_failed_run_leaves_the_container_writable(tenant, moved):
+    """Item 2 of issue 25: a run that fails (an object that expires while
+    the move waits --settle: listed, but unreadable, so it still differs
+    after every pass) takes its write mark off the container and says so;
+    the owner writes at once, and a later run finishes the move."""
+    container, _segments = moved
+    for i in range(5):
+        put(tenant, '/%s/obj-%d' % (container, i), b'%d' % i)
+    put(tenant, '/%s/expiring' % container, b'soon gone',
+        {'X-Delete-At': str(int(time.time()) + 3)})
+    failed = subprocess.run(
+        command('run', tenant.account, container, '--policy', 'bulk',
+                '--settle', '6', '--lock-ttl', '6'),
+        env=run_env(), cwd=ROOT, capture_output=True, text=True,
+        timeout=300)
+    assert failed.returncode != 0, failed.stderr
+    assert 'still differ' in failed.stderr, failed.stderr
+    assert 'writes to %s are allowed again' % container in failed.stderr
+    # the owner's writes, through the proxy with Mass, are not refused
+    resp = tenant.request('PUT', '/%s/meanwhile' % container, data=b'x')
+    assert resp.status_code == 201, (resp.status_code, resp.text)
+    assert tenant.request('POST', '/' + container, headers={
+        'X-Container-Meta-Color': 'teal'}).status_code == 204
+    for i in range(5):
+        assert body_of(tenant, container, 'obj-%d' % i) == (200, b'%d' % i)
+    # the move is kept for the next run
+    journal = tenant.request('GET', '/.mass-migrate/journal/' + q(
+        container))
+    assert journal.status_code == 200
+    assert journal.json()['phase'] == 'copy'
+    # what made it fail goes (the object expirer would take it off the
+    # listing; its owner's DELETE does at once): the next run finishes
+    tenant.request('DELETE', '/%s/expiring' % container)
+    finished = subprocess.run(
+        command('run', tenant.account, container, '--policy', 'bulk',
+                '--settle', '1', '--lock-ttl', '6'),
+        env=run_env(), cwd=ROOT, capture_output=True, text=True,
+        timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    resp = tenant.request('HEAD', '/' + container)
+    assert resp.headers['X-Storage-Policy'] == 'bulk'
+    assert resp.headers['X-Container-Meta-Color'] == 'teal'
+    assert body_of(tenant, container, 'meanwhile') == (200, b'x')
+    for i in range(5):
+        assert body_of(tenant, container, 'obj-%d' % i) == (200, b'%d' % i)

@@ -84,6 +84,7 @@ BAD = [
     ('cache_memcache_servers', '127.0.0.1'),
     ('cache_memcache_servers', '127.0.0.1:11211,:11212'),
     ('cache_memcache_servers', 'host:99999'),
+    ('mode', 'watch'), ('opt_out_accounts', '/v1/AUTH_a'),
 ]
 
 
@@ -275,3 +276,33 @@ def test_a_bad_redis_url_is_reported_without_its_password(url):
 def test_sentinel_and_cluster_urls_are_taken(url):
     assert MassConf({'redis_url': url}).store.redis_url == url
     assert QueueConf({'redis_url': url}).redis_url == url
+
+
+# -- rollout controls --------------------------------------------------------
+
+def test_mode_is_active_unless_observe_is_asked_for():
+    assert (MassConf().mode, MassConf().active) == ('active', True)
+    observing = MassConf({'mode': ' Observe '})
+    assert (observing.mode, observing.active) == ('observe', False)
+    assert (QueueConf().mode, QueueConf().active) == ('active', True)
+    assert QueueConf({'mode': 'observe'}).active is False
+    for make, section in ((MassConf, 'filter:mass'),
+                          (QueueConf, 'filter:mass_queue')):
+        with pytest.raises(ConfigError) as err:
+            make({'mode': 'off'})
+        assert str(err.value) == "[%s] mode = 'off' is not valid; " \
+            "allowed: one of active, observe" % section
+
+
+def test_opt_out_accounts_are_the_paths_account_names():
+    assert MassConf().opt_out_accounts == frozenset()
+    accounts = MassConf({'opt_out_accounts': ' AUTH_a,,AUTH_b , AUTH_a, '
+                         'AUTH_\xe9'}).opt_out_accounts
+    # compared with a path's account, a WSGI string
+    assert accounts == {'AUTH_a', 'AUTH_b', 'AUTH_\xc3\xa9'}
+    with pytest.raises(ConfigError) as err:
+        MassConf({'opt_out_accounts': 'AUTH_a, /v1/AUTH_b'})
+    assert str(err.value) == (
+        "[filter:mass] opt_out_accounts = 'AUTH_a, /v1/AUTH_b' is not "
+        "valid; allowed: account names as a path carries them, "
+        "comma-separated (AUTH_a, AUTH_b), without \"/\"")

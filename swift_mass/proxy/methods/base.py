@@ -12,10 +12,21 @@ steps, all in :meth:`swift_mass.proxy.methods.Methods.app_for`:
    calling the app right of Mass when it needs the backend.
 
 A request the method does not act on goes to the app as it came (tags
-aside).
+aside).  Nor does a method act on a request of an account opted out of
+Mass when the proxy filter learns of the opt-out only as Swift
+authorises the request (:func:`opted_out`): a method checks it where it
+checks the authorisation, before it reads or stores anything.
 """
 
 from swift.common.utils import split_path
+
+from swift_mass import tags
+
+
+def opted_out(env):
+    """Whether the request's account is opted out of Mass; known once
+    Swift authorised it (swift_mass.proxy.middleware)."""
+    return bool(env.get(tags.ENV_OPTED_OUT))
 
 
 def object_path(env):

@@ -393,7 +393,7 @@ class CacheMethod(base.Method):
         answer if it would not authorise it, else a hit, else
         ``miss(env, start_response, app, key, read)``, ``read`` being
         what :meth:`validity` answered before anything was looked up."""
-        if not self.authorized(env):
+        if not self.authorized(env) or base.opted_out(env):
             return app(env, start_response)
         key = object_key(*base.object_path(env))
         # Validity first, in one small round trip: no body moves before

@@ -234,7 +234,8 @@ class MergeMethod(base.Method):
             seen['status'] = int(status.split(' ', 1)[0])
             return start_response(status, headers, exc_info)
         app_iter = app(env, capture)
-        if seen.get('status') != 201 or recorder.body is None:
+        if seen.get('status') != 201 or recorder.body is None or \
+                base.opted_out(env):
             return app_iter
         timestamp = env.get('HTTP_X_TIMESTAMP')
         key = object_key(*base.object_path(env))

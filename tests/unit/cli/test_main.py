@@ -10,7 +10,7 @@ import swift_mass
 from swift_mass.cli import main as cli
 
 COMMANDS = ['status', 'tenants', 'explain', 'pin', 'unpin', 'migrate',
-            'urgent', 'check-rings', 'queue', 'devices', 'weights',
+            'urgent', 'opt-out', 'check-rings', 'queue', 'devices', 'weights',
             'substores']
 
 
@@ -50,6 +50,7 @@ def test_every_subcommand_is_registered_and_bench_is_not(capsys):
         args = parser.parse_args(
             [command] + {'explain': ['T'], 'pin': ['T', '--class', 'read'],
                          'unpin': ['T'], 'urgent': ['T'],
+                         'opt-out': ['T'],
                          'migrate': ['plan', 'T'],
                          'devices': ['classes'],
                          'weights': ['plan', '--ring', 'standard'],

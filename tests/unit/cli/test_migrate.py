@@ -4,13 +4,18 @@ of writes to a container being moved: tests/unit/proxy/test_marks.py)."""
 import argparse
 import hashlib
 import json
+import socket
 import time
 import urllib.parse
 
 import pytest
+from swift.common.middleware import gatekeeper
+from swift.common.swob import Request, Response
+from swift.common.utils import Timestamp
 from swiftclient.exceptions import ClientException
 
 from swift_mass.cli import control, main as cli, migrate
+from swift_mass.proxy import marks, middleware as proxy
 
 EMPTY = hashlib.md5(b'').hexdigest()
 POLICIES = [{'name': 'standard', 'default': True},
@@ -28,10 +33,17 @@ class FakeSwift(object):
     at creation, 409 on a non-empty container DELETE, server-side copy of
     manifests and symlinks only with the right query, a new timestamp for
     every write, expiring objects, If-None-Match, marks kept apart from
-    what HEAD shows (sysmeta)."""
+    what HEAD shows (sysmeta).
+
+    Like the object servers, each policy keeps the newest write of every
+    object, data or tombstone (``tombstones``, by policy, container and
+    name): a write dated before it is answered 202 (a PUT), 409 (a DELETE
+    of older data) or 404 (a DELETE of something deleted later), and
+    changes nothing."""
 
     def __init__(self):
         self.containers = {}
+        self.tombstones = {}
         self.now = 1000.0
         self.ts = 0
         self.crash_at = None
@@ -45,8 +57,18 @@ class FakeSwift(object):
         return self.now
 
     def tick(self):
+        """The proxy's clock: a later time for every write."""
         self.ts += 1
-        return self.ts
+        return Timestamp(self.now, delta=self.ts)
+
+    def newest(self, container, name):
+        """The time of the newest write of an object of ``container`` in
+        its policy, data or tombstone (None: none)."""
+        found = self.containers[container]
+        obj = found['objects'].get(name)
+        if obj is not None:
+            return obj['ts']
+        return self.tombstones.get((found['policy'], container, name))
 
     def mutate(self):
         if self.crashed:
@@ -84,9 +106,12 @@ class FakeSwift(object):
             return None
         return obj
 
-    def _expired(self, obj):
+    def _expired(self, obj, at=None):
+        """Whether ``obj`` is expired now, or at the time of a write
+        (``at``), as the object servers judge a write."""
+        when = self.now if at is None else float(at)
         return obj.get('delete_at') is not None and \
-            obj['delete_at'] <= self.now
+            obj['delete_at'] <= when
 
     def _manifest(self, obj):
         segments = [self._find(p) for p in obj['segments']]
@@ -95,14 +120,16 @@ class FakeSwift(object):
         # like SLO: the stored manifest records each segment's
         # last-modified, the SLO's ETag only their ETags
         obj['manifest_hash'] = hashlib.md5(json.dumps(
-            [[p, s['ts']] for p, s in zip(obj['segments'], segments)]
+            [[p, s['ts'].internal] for p, s in zip(obj['segments'],
+                                                   segments)]
         ).encode()).hexdigest()
         obj['slo_etag'] = hashlib.md5(''.join(
             s['etag'] for s in segments).encode()).hexdigest()
         obj['bytes'] = sum(len(s['body']) for s in segments)
 
     def entry(self, name, obj):
-        entry = {'name': name, 'content_type': obj['content_type']}
+        entry = {'name': name, 'content_type': obj['content_type'],
+                 'last_modified': obj['ts'].isoformat}
         if obj['kind'] == 'slo':
             entry.update(hash=obj['manifest_hash'], bytes=obj['bytes'],
                          slo_etag='"%s"' % obj['slo_etag'])
@@ -122,12 +149,19 @@ class FakeSwift(object):
 
 class FakeConn(object):
     """swiftclient's Connection on the account; listings come a page of
-    ``page`` entries at a time, whole only with ``full_listing``."""
+    ``page`` entries at a time, whole only with ``full_listing``.
 
-    def __init__(self, swift, reseller=True, page=10000):
+    ``mass``: whether the proxy runs the mass filter (a proxy without it
+    refuses nobody's writes); ``keeps_timestamps``: whether it gives a
+    reseller admin's X-Timestamp back (gatekeeper shunts everybody's)."""
+
+    def __init__(self, swift, reseller=True, page=10000, mass=True,
+                 keeps_timestamps=True):
         self.swift = swift
         self.reseller = reseller
         self.page = page
+        self.mass = mass
+        self.keeps_timestamps = keeps_timestamps
 
     def _container(self, name):
         container = self.swift.containers.get(name)
@@ -136,7 +170,7 @@ class FakeConn(object):
         return container
 
     def _refuse(self, container):
-        if not self.reseller and self.swift.containers.get(
+        if self.mass and not self.reseller and self.swift.containers.get(
                 container, {}).get('mark'):
             raise ClientException('migrating', http_status=503)
 
@@ -177,6 +211,19 @@ class FakeConn(object):
                    if e['name'] > marker and e['name'].startswith(prefix)]
         return {}, self._listed(entries, limit, full_listing)
 
+    def _timestamp(self, headers):
+        """The time of a write: the X-Timestamp a reseller admin sent
+        through a proxy that keeps it, else the proxy's clock."""
+        sent = headers.get('x-timestamp')
+        if sent and self.reseller and self.mass and self.keeps_timestamps:
+            return Timestamp(sent)
+        return self.swift.tick()
+
+    @staticmethod
+    def _answer(response_dict, status):
+        if response_dict is not None:
+            response_dict['status'] = status
+
     def put_container(self, name, headers=None):
         headers = {k.lower(): v for k, v in (headers or {}).items()}
         self._refuse(name)
@@ -189,7 +236,11 @@ class FakeConn(object):
             container = self.swift.containers[name]
         elif policy and policy != container['policy']:
             raise ClientException('policy conflict', http_status=409)
-        container['headers'].update(headers)
+        for key, value in headers.items():
+            if value:
+                container['headers'][key] = value
+            else:
+                container['headers'].pop(key, None)
         if mark is not None and self.reseller:
             container['mark'] = mark or None
 
@@ -205,8 +256,10 @@ class FakeConn(object):
             elif key.startswith('x-remove-'):
                 container['headers'].pop('x-' + key[len('x-remove-'):],
                                          None)
-            else:
+            elif value:
                 container['headers'][key] = value
+            else:
+                container['headers'].pop(key, None)
 
     def delete_container(self, name):
         self._refuse(name)
@@ -226,7 +279,8 @@ class FakeConn(object):
         self.swift.alive()
         obj = self._object(container, name)
         query = query_string or ''
-        headers = {'Content-Type': obj['content_type']}
+        headers = {'Content-Type': obj['content_type'],
+                   'X-Timestamp': obj['ts'].normal}
         headers.update({'X-Object-Meta-' + k: v
                         for k, v in obj['meta'].items()})
         if obj.get('delete_at'):
@@ -261,11 +315,12 @@ class FakeConn(object):
         return self.head_object(container, name), obj['body']
 
     def put_object(self, container, name, contents, content_length=None,
-                   headers=None, query_string=None):
+                   headers=None, query_string=None, response_dict=None):
         headers = {k.lower(): v for k, v in (headers or {}).items()}
         self._refuse(container)
         self.swift.mutate()
         target = self._container(container)
+        timestamp = self._timestamp(headers)
         existing = target['objects'].get(name)
         if headers.get('if-none-match') == '*' and existing is not None \
                 and not self.swift._expired(existing):
@@ -277,7 +332,7 @@ class FakeConn(object):
             if source is None:
                 raise ClientException('no source', http_status=404)
             obj = json.loads(json.dumps(
-                {k: v for k, v in source.items() if k != 'body'}))
+                {k: v for k, v in source.items() if k not in ('body', 'ts')}))
             obj['body'] = source['body']
             if source['kind'] == 'symlink' and 'symlink=get' not in query:
                 obj = dict(self.swift._find(source['target']))
@@ -286,7 +341,6 @@ class FakeConn(object):
                 obj = {'kind': 'plain', 'body': b'concatenated',
                        'content_type': source['content_type'],
                        'meta': dict(source['meta'])}
-            obj['ts'] = self.swift.tick()
             if obj['kind'] == 'plain':
                 obj['etag'] = hashlib.md5(obj['body']).hexdigest()
             if obj['kind'] == 'slo':
@@ -294,20 +348,43 @@ class FakeConn(object):
         else:
             body = contents.encode() if isinstance(contents, str) \
                 else contents
-            obj = {'kind': 'plain', 'body': body, 'ts': self.swift.tick(),
+            obj = {'kind': 'plain', 'body': body,
                    'etag': hashlib.md5(body).hexdigest(), 'meta': {},
                    'content_type': headers.get('content-type',
                                                'application/octet-stream')}
             if 'x-delete-after' in headers:
                 obj['delete_at'] = self.swift.now + int(
                     headers['x-delete-after'])
+            elif 'x-delete-at' in headers:
+                obj['delete_at'] = int(headers['x-delete-at'])
+        newest = self.swift.newest(container, name)
+        if newest is not None and newest >= timestamp:
+            # Swift's answer to the 409 of the object servers
+            return self._answer(response_dict, 202)
+        obj['ts'] = timestamp
         target['objects'][name] = obj
+        self.swift.tombstones.pop((target['policy'], container, name), None)
+        self._answer(response_dict, 201)
 
-    def delete_object(self, container, name):
+    def delete_object(self, container, name, headers=None,
+                      response_dict=None):
+        headers = {k.lower(): v for k, v in (headers or {}).items()}
         self._refuse(container)
         self.swift.mutate()
-        self._object(container, name)
-        del self._container(container)['objects'][name]
+        target = self._container(container)
+        timestamp = self._timestamp(headers)
+        obj = target['objects'].get(name)
+        live = obj is not None and not self.swift._expired(obj, timestamp)
+        if live and obj['ts'] >= timestamp:
+            raise ClientException('a later version', http_status=409)
+        key = (target['policy'], container, name)
+        tombstone = self.swift.tombstones.get(key)
+        if tombstone is None or tombstone < timestamp:
+            self.swift.tombstones[key] = timestamp
+            target['objects'].pop(name, None)
+        if not live:
+            raise ClientException('no object', http_status=404)
+        self._answer(response_dict, 204)
 
 
 def populate(swift, n=12):
@@ -398,6 +475,16 @@ def test_target_from_option_table_or_default_policy():
         migrate.resolve_target('AUTH_c', table, None, POLICIES)
     with pytest.raises(migrate.MigrationError, match='not one of'):
         migrate.resolve_target('AUTH_a', table, 'gold', POLICIES)
+
+
+def test_an_opted_out_tenant_has_no_target_of_its_own():
+    # its entry says only that Mass leaves it alone: moving it to the
+    # default policy on that account would be a move nobody asked for
+    table = {'AUTH_o': {'class': 'unknown', 'ring': '', 'opted_out': True}}
+    with pytest.raises(migrate.MigrationError, match='opted out'):
+        migrate.resolve_target('AUTH_o', table, None, POLICIES)
+    assert migrate.resolve_target('AUTH_o', table, 'bulk', POLICIES)[0] == \
+        'bulk'
 
 
 def test_refused_and_saved_container_headers():
@@ -529,10 +616,11 @@ def test_a_container_in_its_target_policy_is_left_alone():
     swift = FakeSwift()
     swift.add_container('c', 'bulk')
     swift.add_object('c', 'o', body=b'x')
+    written = swift.containers['c']['objects']['o']['ts']
     summary = migrator(swift).run('c')
     assert summary['status'] == 'already in bulk'
     assert set(swift.containers) == {'c'}
-    assert swift.containers['c']['objects']['o']['ts'] == 1
+    assert swift.containers['c']['objects']['o']['ts'] == written
 
 
 def test_plan_changes_nothing():
@@ -633,6 +721,612 @@ def test_the_lock_is_renewed_and_a_lost_lock_stops_the_run():
         'objects']
 
 
+# --- client writes through a proxy without Mass ---------------------------
+
+def without_mass(swift):
+    """The tenant writing through a proxy that does not run the mass
+    filter: nothing is refused, and every write is dated by the proxy's
+    clock."""
+    return FakeConn(swift, reseller=False, mass=False)
+
+
+def on_journal(m, phase, act):
+    """Call ``act()`` once, right after ``m`` first journals ``phase``."""
+    write = m.write_journal
+    done = []
+
+    def write_journal(journal):
+        written = write(journal)
+        if journal.phase == phase and not done:
+            done.append(phase)
+            act()
+        return written
+    m.write_journal = write_journal
+    return done
+
+
+class Hooked(FakeConn):
+    """The move's own connection; ``before(method, container, name)`` runs
+    before each of its object writes, ``after(...)`` after each."""
+
+    def __init__(self, swift, before=None, after=None):
+        super(Hooked, self).__init__(swift)
+        self.before = before or (lambda *a: None)
+        self.after = after or (lambda *a: None)
+
+    def put_object(self, container, name, *args, **kwargs):
+        self.before('PUT', container, name)
+        result = super(Hooked, self).put_object(container, name, *args,
+                                                **kwargs)
+        self.after('PUT', container, name)
+        return result
+
+    def delete_object(self, container, name, *args, **kwargs):
+        self.before('DELETE', container, name)
+        return super(Hooked, self).delete_object(container, name, *args,
+                                                 **kwargs)
+
+
+def hooked_migrator(swift, before=None, after=None):
+    messages = []
+    m = migrate.Migrator(lambda: Hooked(swift, before, after), 'bulk',
+                         messages.append, workers=1, settle=5,
+                         sleep=swift.sleep, clock=swift.clock)
+    m.messages = messages
+    return m
+
+
+def once_each(hook):
+    """``hook`` once for each (method, container, name)."""
+    seen = set()
+
+    def call(*args):
+        if args not in seen:
+            seen.add(args)
+            hook(*args)
+    return call
+
+
+def assert_moved_but(swift, before, gone=(), replaced=None):
+    """``c`` moved, holding what it held but the objects a client deleted
+    (``gone``) or replaced (``replaced``: {name: body})."""
+    replaced = replaced or {}
+    assert swift.containers['c']['policy'] == 'bulk'
+    assert swift.containers['c']['mark'] is None
+    objects = swift.containers['c']['objects']
+    for name in gone:
+        assert name not in objects, name
+    for name, body in replaced.items():
+        assert objects[name]['body'] == body, name
+    after = snapshot(swift, 'c')
+    expected = {k: v for k, v in before.items()
+                if k not in gone and k not in replaced}
+    assert {k: v for k, v in after.items() if k not in replaced} == expected
+    assert set(swift.containers) == {'c', 'segs'}
+
+
+def test_client_writes_after_the_copy_hold():
+    """A DELETE and a PUT through a proxy without Mass once every object
+    is staged: the deleted object is not restored, the new one is moved."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    client = without_mass(swift)
+    m = migrator(swift)
+
+    def write():
+        client.delete_object('c', 'obj001')
+        client.put_object('c', 'obj002', 'newer')
+        client.put_object('c', 'fresh', 'new')
+    on_journal(m, 'empty', write)
+    assert m.run('c')['status'] == 'moved'
+    assert_moved_but(swift, dict(before, fresh=None), gone=['obj001'],
+                     replaced={'obj002': b'newer', 'fresh': b'new'})
+
+
+def test_client_writes_after_the_empty_phase_listed_hold():
+    """The container is listed, then a client replaces one object and
+    deletes another before the move deletes them: its DELETE, dated by the
+    staged version, loses to both."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    client = without_mass(swift)
+
+    def before_write(method, container, name):
+        if method != 'DELETE' or container != 'c':
+            return
+        if name == 'obj005':
+            client.put_object('c', 'obj005', 'newer')
+        elif name == 'obj006':
+            client.delete_object('c', 'obj006')
+    m = hooked_migrator(swift, before=once_each(before_write))
+    summary = m.run('c')
+    assert summary['status'] == 'moved'
+    assert summary['dropped'] == 1
+    assert_moved_but(swift, before, gone=['obj006'],
+                     replaced={'obj005': b'newer'})
+
+
+def test_client_writes_to_the_container_created_again_hold():
+    """Once the container is in the target policy, a client's PUT and
+    DELETE (of an object not restored yet) win over the restore, which
+    counts them as kept, whether they come before its copy or between
+    its copy and its check."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    client = without_mass(swift)
+
+    def write():
+        client.put_object('c', 'obj003', 'newer')
+        with pytest.raises(ClientException) as caught:
+            client.delete_object('c', 'obj004')
+        assert caught.value.http_status == 404
+
+    def after_write(method, container, name):
+        if (method, container, name) == ('PUT', 'c', 'obj007'):
+            client.put_object('c', 'obj007', 'newest')
+    m = hooked_migrator(swift, after=once_each(after_write))
+    on_journal(m, 'restore', write)
+    summary = m.run('c')
+    assert summary['status'] == 'moved'
+    assert summary['kept_newer'] == 3
+    assert_moved_but(swift, before, gone=['obj004'], replaced={
+        'obj003': b'newer', 'obj007': b'newest'})
+
+
+def test_a_resumed_run_tells_its_own_deletes_from_a_clients():
+    """A run killed while emptying, then a client's DELETE of an object
+    the run had not reached: the next run restores what the killed run
+    deleted, not what the client did."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+
+    def crash(method, container, name):
+        if (method, container, name) == ('DELETE', 'c', 'obj005'):
+            swift.crashed = True
+            raise Crash()
+    with pytest.raises(Crash):
+        hooked_migrator(swift, before=crash).run('c')
+    swift.crashed = False
+    assert 'obj000' not in swift.containers['c']['objects']
+    without_mass(swift).delete_object('c', 'obj008')
+    probes = []
+
+    def read_the_probe(method, container, name):
+        obj = swift.containers[container]['objects'].get(name)
+        if obj is not None and obj['content_type'] == migrate.PROBE_TYPE:
+            probes.append(name)
+            # expired as it landed: a reader gets a 404, then the
+            # staged copy (marks.StagedRead), never the probe
+            with pytest.raises(ClientException) as caught:
+                FakeConn(swift, reseller=False).head_object(container, name)
+            assert caught.value.http_status == 404
+    summary = hooked_migrator(swift, after=read_the_probe).run('c')
+    assert summary['status'] == 'moved'
+    assert summary['dropped'] == 1
+    # what the killed run had deleted, in name order
+    assert probes == ['dlo', 'inner/seg'] + ['obj%03d' % i for i in range(5)]
+    assert_moved_but(swift, before, gone=['obj008'])
+
+
+def test_an_abort_keeps_a_clients_delete_too():
+    """An abort restores into the container in its old policy, where the
+    client's tombstone is: the restore loses to it."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+
+    def crash(method, container, name):
+        if (method, container, name) == ('DELETE', 'c', 'obj005'):
+            swift.crashed = True
+            raise Crash()
+    with pytest.raises(Crash):
+        hooked_migrator(swift, before=crash).run('c')
+    swift.crashed = False
+    without_mass(swift).delete_object('c', 'obj008')
+    summary = migrator(swift).abort('c')
+    assert summary['status'] == 'aborted: restored in standard'
+    assert summary['kept_newer'] == 1
+    del before['obj008']
+    assert_given_back(swift, before)
+
+
+def test_a_journal_of_the_previous_version_is_read():
+    stored = json.dumps({
+        'container': 'c', 'staging': '.mass-migrate-c',
+        'source_policy': 'standard', 'target': 'bulk', 'phase': 'restore',
+        'saved': {'x-container-read': '.r:*',
+                  'x-container-meta-color': 'blue'},
+        'marked_at': 1000.0, 'updated': 1010.0}, sort_keys=True)
+    journal = migrate.Journal.load('c', stored)
+    assert (journal.phase, journal.target, journal.mark, journal.base) == (
+        'restore', 'bulk', 'target=bulk; since=1000', 0)
+    assert migrate.Journal.load('c', journal.dump()).to_dict() == dict(
+        json.loads(stored), base=0)
+
+
+class LosesAnAnswer(FakeConn):
+    """swiftclient's retries: the answer to the first write ``lost(method,
+    container, name)`` picks is lost once it is done; while ``retries``
+    the write is sent again (and answered as the first left things), else
+    the error is raised."""
+
+    retries = 5
+
+    def __init__(self, swift, lost):
+        super(LosesAnAnswer, self).__init__(swift)
+        self.lost = lost
+
+    def _sent(self, method, write, container, name, *args, **kwargs):
+        result = write(container, name, *args, **kwargs)
+        if self.lost(method, container, name):
+            self.lost = lambda *a: False
+            if not self.retries:
+                raise socket.timeout('the answer was lost')
+            return write(container, name, *args, **kwargs)
+        return result
+
+    def put_object(self, container, name, *args, **kwargs):
+        return self._sent('PUT', super(LosesAnAnswer, self).put_object,
+                          container, name, *args, **kwargs)
+
+    def delete_object(self, container, name, *args, **kwargs):
+        return self._sent('DELETE', super(LosesAnAnswer, self).delete_object,
+                          container, name, *args, **kwargs)
+
+
+@pytest.mark.parametrize('lost', [('PUT', 'c', 'obj000'),
+                                  ('DELETE', 'c', 'obj000')])
+def test_a_lost_answer_to_a_probe_is_not_taken_for_a_clients_write(lost):
+    """A probe sent again after its answer was lost would find itself (a
+    202, or a 404 for its removal) and take it for a client's write: it
+    is not retried, the run stops, and the next run decides."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+
+    def crash(method, container, name):
+        if (method, container, name) == ('DELETE', 'c', 'obj005'):
+            swift.crashed = True
+            raise Crash()
+    with pytest.raises(Crash):
+        hooked_migrator(swift, before=crash).run('c')
+    swift.crashed = False
+    swift.sleep(1)
+    losing = migrate.Migrator(
+        lambda: LosesAnAnswer(swift, lambda *write: write == lost), 'bulk',
+        workers=1, settle=5, sleep=swift.sleep, clock=swift.clock)
+    with pytest.raises(socket.timeout):
+        losing.run('c')
+    assert swift.containers['c']['mark'] is None
+    assert migrator(swift).run('c')['status'] == 'moved'
+    assert_moved(swift, before)
+
+
+def test_a_run_on_a_host_whose_clock_is_behind_dates_after_the_last():
+    """A run killed while emptying, resumed from a host whose clock is
+    ten seconds behind: its writes still sort after the killed run's (the
+    journal keeps the last run's offsets), so it does not take the killed
+    run's deletes for a client's and drops nothing."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+
+    def crash(method, container, name):
+        if (method, container, name) == ('DELETE', 'c', 'obj005'):
+            swift.crashed = True
+            raise Crash()
+    with pytest.raises(Crash):
+        hooked_migrator(swift, before=crash).run('c')
+    swift.crashed = False
+    behind = migrate.Migrator(lambda: FakeConn(swift), 'bulk', workers=1,
+                              settle=5, sleep=swift.sleep,
+                              clock=lambda: swift.now - 10)
+    summary = behind.run('c')
+    assert (summary['status'], summary['dropped']) == ('moved', 0)
+    assert_moved(swift, before)
+
+
+def test_moves_back_and_forth_find_their_own_tombstones_older():
+    """Each policy keeps the tombstones of the moves before (the old
+    container's, the staging container's): a later move's writes of the
+    same versions sort after them."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    written = swift.containers['c']['objects']['obj001']['ts']
+    for target in ('bulk', 'standard', 'bulk', 'standard'):
+        m = migrate.Migrator(lambda: FakeConn(swift), target, workers=1,
+                             settle=5, sleep=swift.sleep, clock=swift.clock)
+        assert m.run('c')['status'] == 'moved'
+        assert swift.containers['c']['policy'] == target
+        assert snapshot(swift, 'c') == before
+        # clients see the time they wrote it
+        assert FakeConn(swift).head_object('c', 'obj001')['X-Timestamp'] \
+            == written.normal
+
+
+def test_nothing_is_deleted_where_the_proxy_drops_the_timestamp():
+    """A mass filter that does not give a reseller admin's X-Timestamp
+    back (gatekeeper shunts it): the first copy shows it, before anything
+    is deleted, and the container is left writable."""
+    swift = FakeSwift()
+    populate(swift, n=2)
+    before = snapshot(swift, 'c')
+    m = migrate.Migrator(lambda: FakeConn(swift, keeps_timestamps=False),
+                         'bulk', workers=1, settle=0, sleep=swift.sleep,
+                         clock=swift.clock)
+    with pytest.raises(migrate.MigrationError, match='X-Timestamp'):
+        m.run('c')
+    assert snapshot(swift, 'c') == before
+    assert swift.containers['c']['policy'] == 'standard'
+    FakeConn(swift, reseller=False).put_object('c', 'new', 'x')
+
+
+# --- a failed run -----------------------------------------------------------
+
+def test_a_failed_run_leaves_the_container_writable_and_resumable(
+        monkeypatch):
+    swift = FakeSwift()
+    populate(swift, n=3)
+    before = snapshot(swift, 'c')
+    real_listing = FakeSwift.listing
+
+    def unlisted_copies(self, container):
+        if container == migrate.staging_name('c'):
+            return []
+        return real_listing(self, container)
+    monkeypatch.setattr(FakeSwift, 'listing', unlisted_copies)
+    m = migrator(swift)
+    with pytest.raises(migrate.MigrationError) as caught:
+        m.run('c')
+    assert 'still differ' in str(caught.value)
+    assert 'writes to c are allowed again' in str(caught.value)
+    assert any('writes to c are allowed again' in line
+               for line in m.messages)
+    assert swift.containers['c']['mark'] is None
+    # the move is kept for the next run, its staging container too
+    assert migrator(swift).journal('c').phase == 'copy'
+    assert swift.containers[migrate.staging_name('c')]['mark']
+    FakeConn(swift, reseller=False).put_object('c', 'meanwhile', 'x')
+    monkeypatch.setattr(FakeSwift, 'listing', real_listing)
+    assert migrator(swift).run('c')['status'] == 'moved'
+    assert_moved_but(swift, dict(before, meanwhile=None),
+                     replaced={'meanwhile': b'x'})
+
+
+def test_a_run_that_fails_after_emptying_leaves_it_writable(monkeypatch):
+    swift = FakeSwift()
+    populate(swift, n=3)
+    before = snapshot(swift, 'c')
+    real_listing = FakeSwift.listing
+    restored = {'c': False}
+
+    def unlisted_restores(self, container):
+        if container == 'c' and restored['c']:
+            return []
+        return real_listing(self, container)
+    monkeypatch.setattr(FakeSwift, 'listing', unlisted_restores)
+    m = migrator(swift)
+
+    def restoring():
+        restored['c'] = True
+    on_journal(m, 'restore', restoring)
+    with pytest.raises(migrate.MigrationError, match='allowed again'):
+        m.run('c')
+    assert swift.containers['c']['mark'] is None
+    assert swift.containers['c']['policy'] == 'bulk'
+    monkeypatch.setattr(FakeSwift, 'listing', real_listing)
+    client = without_mass(swift)
+    client.put_object('c', 'obj001', 'newer')
+    assert migrator(swift).run('c')['status'] == 'moved'
+    assert_moved_but(swift, before, replaced={'obj001': b'newer'})
+
+
+def test_a_run_that_lost_its_lock_leaves_the_mark_to_the_other_run():
+    swift = FakeSwift()
+    populate(swift, n=2)
+
+    def stolen(method, container, name):
+        if container == 'c' and method == 'DELETE':
+            m.lock.lost = 'the lock is held by other now'
+    m = hooked_migrator(swift, before=stolen)
+    with pytest.raises(migrate.MigrationError, match='lost'):
+        m.run('c')
+    assert swift.containers['c']['mark']
+
+
+class MarkedContainers(object):
+    """The proxy app right of Mass: container info from ``marks``
+    ({container: sysmeta mark or None}; missing: 404), every object read
+    404 but those of ``objects``."""
+
+    def __init__(self, marks_, objects):
+        self.marks = marks_
+        self.objects = objects
+        self.reads = []
+
+    def __call__(self, env, start_response):
+        parts = env['PATH_INFO'].split('/')
+        if len(parts) == 3:  # the account
+            return Response(status=204)(env, start_response)
+        if len(parts) == 4:
+            if parts[3] not in self.marks:
+                return Response(status=404)(env, start_response)
+            mark = self.marks[parts[3]]
+            return Response(status=204, headers={
+                'X-Container-Sysmeta-Mass-Migrating': mark} if mark else {})(
+                env, start_response)
+        self.reads.append(env['PATH_INFO'])
+        body = self.objects.get(env['PATH_INFO'])
+        if body is None:
+            return Response(status=404)(env, start_response)
+        return Response(body=body)(env, start_response)
+
+
+def test_a_failed_move_still_reads_what_it_has_not_restored():
+    """A failed run takes the write mark off the container but leaves
+    its staging container marked: a read of an object not restored yet
+    is still served from there."""
+    staged = '/v1/AUTH_t/%s/o' % migrate.staging_name('c')
+    app = MarkedContainers({'c': None, migrate.staging_name('c'): 'x'},
+                           {staged: b'staged'})
+    resp = Request.blank('/v1/AUTH_t/c/o').get_response(
+        marks.StagedRead(app))
+    assert (resp.status_int, resp.body) == (200, b'staged')
+    assert app.reads == ['/v1/AUTH_t/c/o', staged]
+    # no move under way: Swift's 404
+    app = MarkedContainers({'c': None}, {staged: b'staged'})
+    resp = Request.blank('/v1/AUTH_t/c/o').get_response(
+        marks.StagedRead(app))
+    assert resp.status_int == 404
+
+
+# --- the journal and the container's own headers -------------------------
+
+def journal_of(swift, container='c'):
+    return json.loads(swift.containers[migrate.JOURNAL_CONTAINER][
+        'objects']['journal/' + container]['body'])
+
+
+def planted_journal(swift, **fields):
+    """A move of ``c`` stopped in phase copy, its journal changed by
+    ``fields``."""
+    swift.crash_at = 8
+    with pytest.raises(Crash):
+        migrator(swift).run('c')
+    swift.crashed, swift.crash_at = False, None
+    journal = dict(journal_of(swift), **fields)
+    swift.add_object(migrate.JOURNAL_CONTAINER, 'journal/c',
+                     body=json.dumps(journal).encode())
+
+
+@pytest.mark.parametrize('fields', [
+    {'staging': 'photos'},
+    {'staging': migrate.staging_name('other')},
+    {'saved': {'x-container-sync-to': '//realm/cluster/AUTH_x/c'}},
+    {'saved': {'x-account-meta-temp-url-key': 'k'}},
+    {'saved': {'x-container-read': ['.r:*']}},
+    {'saved': 'x-container-read'},
+    {'phase': 'done'}])
+def test_a_journal_migrate_did_not_write_is_refused(fields):
+    swift = FakeSwift()
+    populate(swift, n=2)
+    swift.add_container('photos', 'standard')
+    swift.add_object('photos', 'p', body=b'a photo')
+    before = snapshot(swift, 'c')
+    planted_journal(swift, **fields)
+    for action in ('run', 'abort'):
+        with pytest.raises(migrate.MigrationError, match='journal'):
+            getattr(migrator(swift), action)('c')
+    assert 'p' in swift.containers['photos']['objects']
+    assert swift.containers['photos']['mark'] is None
+    assert snapshot(swift, 'c') == before
+
+
+def test_a_read_acl_revoked_before_the_mark_stays_revoked():
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    owner = FakeConn(swift, reseller=False)
+    m = migrator(swift)
+    # between the journal's first write and the mark
+    on_journal(m, 'copy', lambda: owner.post_container('c', {
+        'X-Container-Read': '', 'X-Container-Meta-Color': 'red'}))
+    assert m.run('c')['status'] == 'moved'
+    assert swift.containers['c']['headers'] == {
+        'x-container-meta-color': 'red', 'x-versions-location': 'c-versions'}
+    assert snapshot(swift, 'c') == before
+
+
+def test_container_headers_changed_through_a_proxy_without_mass_hold():
+    swift = FakeSwift()
+    populate(swift)
+    m = migrator(swift)
+    on_journal(m, 'empty', lambda: without_mass(swift).post_container(
+        'c', {'X-Container-Read': '.r:example.com'}))
+    assert m.run('c')['status'] == 'moved'
+    assert swift.containers['c']['headers']['x-container-read'] == \
+        '.r:example.com'
+
+
+def test_the_staging_container_reads_as_the_container_does():
+    """Readers fall back to the staging container (marks.StagedRead): it
+    grants them what the container does, CORS included, and follows the
+    container's changes."""
+    swift = FakeSwift()
+    populate(swift)
+    cors = {'x-container-meta-access-control-allow-origin':
+            'https://example.com',
+            'x-container-meta-access-control-expose-headers': 'X-Trans-Id'}
+    swift.containers['c']['headers'].update(cors)
+    staging = migrate.staging_name('c')
+    seen = {}
+    m = migrator(swift)
+
+    def look(phase):
+        def at():
+            seen[phase] = dict(swift.containers[staging]['headers'])
+        return at
+    on_journal(m, 'empty', look('empty'))
+    on_journal(m, 'restore', look('restore'))
+    owner = without_mass(swift)
+    on_journal(m, 'copy', lambda: owner.post_container('c', {
+        'X-Container-Meta-Access-Control-Expose-Headers': ''}))
+    assert m.run('c')['status'] == 'moved'
+    assert seen['empty'] == seen['restore'] == {
+        'x-container-read': '.r:*',
+        'x-container-meta-access-control-allow-origin':
+            'https://example.com'}
+
+
+def gatekept(app):
+    """Swift's gatekeeper, an auth that makes ``reseller`` a reseller
+    admin's request, then the mass filter, in front of ``app``."""
+    mass = proxy.filter_factory({}, control_loop='false',
+                                urgent_recheck_seconds='0')(app)
+
+    def auth(env, start_response):
+        if env.get('HTTP_X_AUTH_TOKEN') == 'reseller':
+            env['reseller_request'] = True
+        env['swift.authorize'] = lambda req: None
+        return mass(env, start_response)
+    return gatekeeper.filter_factory({})(auth)
+
+
+class Recording(object):
+    def __init__(self):
+        self.environs = []
+
+    def __call__(self, env, start_response):
+        self.environs.append(dict(env))
+        parts = env['PATH_INFO'].split('/')
+        if len(parts) == 4:  # container info: not marked
+            return Response(status=204)(env, start_response)
+        return Response(status=201)(env, start_response)
+
+
+@pytest.mark.parametrize('method,path,token,kept', [
+    ('PUT', '/v1/AUTH_t/c/o', 'reseller', True),
+    ('DELETE', '/v1/AUTH_t/c/o', 'reseller', True),
+    ('PUT', '/v1/AUTH_t/c/o', 'tenant', False),
+    ('DELETE', '/v1/AUTH_t/c/o', 'tenant', False),
+    ('POST', '/v1/AUTH_t/c/o', 'reseller', False),
+    ('PUT', '/v1/AUTH_t/c', 'reseller', False)])
+def test_only_a_reseller_admins_object_writes_keep_their_timestamp(
+        method, path, token, kept):
+    app = Recording()
+    sent = Timestamp(1000, offset=7).internal
+    Request.blank(path, method=method, headers={
+        'X-Timestamp': sent, 'X-Auth-Token': token}).get_response(
+        gatekept(app))
+    env = [e for e in app.environs if e['PATH_INFO'] == path][-1]
+    assert env.get('HTTP_X_TIMESTAMP') == (sent if kept else None)
+
+
 def count_mutations():
     swift = FakeSwift()
     populate(swift)
@@ -687,7 +1381,7 @@ def test_an_abort_after_a_crash_anywhere_gives_the_container_back(crash_at):
     summary = m.abort('c')
     assert summary['status'].startswith('aborted')
     assert_given_back(swift, before)
-    if journal['phase'] == 'copy':
+    if journal.phase == 'copy':
         assert swift.containers['c']['policy'] == 'standard'
     # and it can be moved again (unless it is in the target already: an
     # abort after emptying restores it where it was created again)

@@ -1,6 +1,7 @@
-"""swift-mass urgent against a small real HTTP server that behaves like a
-proxy with the mass filter (tempauth v1.0, an account POST and HEAD), and
-like one without it, through real swiftclient Connections."""
+"""swift-mass urgent and opt-out against a small real HTTP server that
+behaves like a proxy with the mass filter (tempauth v1.0, an account POST
+and HEAD), and like one without it, through real swiftclient
+Connections."""
 import http.server
 import threading
 
@@ -27,6 +28,7 @@ class Proxy(http.server.ThreadingHTTPServer):
         self.mass = mass
         self.shows = shows
         self.marks = {}
+        self.opt_outs = {}
         self.requests = []
 
     @property
@@ -87,6 +89,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             shows = self.server.shows or (
                 'true' if self.server.marks.get(account) else 'false')
             headers.append(('X-Mass-Urgent', shows))
+            opted_out = self.server.opt_outs.get(account)
+            headers.append(('X-Mass-Opt-Out',
+                            'true' if opted_out else 'false'))
         self.answer(204, headers)
 
     def do_POST(self):
@@ -98,6 +103,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         # anyone else's X-Mass-Urgent is stripped
         if self.server.mass and admin and mark is not None:
             self.server.marks[account] = mark.lower() == 'true'
+        opt_out = self.headers.get('X-Mass-Opt-Out')
+        if self.server.mass and admin and opt_out is not None:
+            self.server.opt_outs[account] = opt_out.lower() == 'true'
         self.answer(204)
 
 
@@ -212,3 +220,47 @@ def test_cli(start, capsys, monkeypatch):
     assert status == 1 and '--key/ST_KEY' in err
     with pytest.raises(SystemExit):
         run(capsys, 'urgent', 'AUTH_test', '--on', '--off')
+
+
+# -- opt-out: the same client, another mark ----------------------------------
+
+OPT_OUT = urgent_mark.OPT_OUT.header
+
+
+def test_opt_out_mark_and_clear(start):
+    proxy = start()
+    conn = connection(proxy)
+    assert urgent_mark.get_mark(conn, OPT_OUT) is False
+    assert urgent_mark.set_mark(conn, True, OPT_OUT) is True
+    assert (proxy.opt_outs, proxy.marks) == ({'AUTH_test': True}, {})
+    method, path, headers = proxy.requests[1]
+    assert (method, path, headers['X-Mass-Opt-Out']) == (
+        'POST', '/v1/AUTH_test', 'true')
+    assert urgent_mark.set_mark(conn, False, OPT_OUT) is False
+    assert proxy.opt_outs == {'AUTH_test': False}
+    with pytest.raises(urgent_mark.MarkError) as err:
+        urgent_mark.get_mark(connection(start(mass=False)), OPT_OUT)
+    assert 'shows no X-Mass-Opt-Out' in str(err.value)
+
+
+def test_opt_out_cli(start, capsys):
+    proxy = start()
+    auth = ['--auth-url', proxy.url + '/auth/v1.0', '--user', 'admin:admin',
+            '--key', 'admin']
+    assert run(capsys, 'opt-out', 'AUTH_test', *auth) == (
+        0, 'tenant: AUTH_test\nopt-out: false\n', '')
+    status, out, _ = run(capsys, 'opt-out', 'AUTH_test', '--on', '--json',
+                         *auth)
+    assert status == 0
+    assert out == '{\n  "opt_out": true,\n  "tenant": "AUTH_test"\n}\n'
+    assert proxy.opt_outs == {'AUTH_test': True} and proxy.marks == {}
+    assert run(capsys, 'opt-out', 'AUTH_test', '--off', *auth) == (
+        0, 'tenant: AUTH_test\nopt-out: false\n', '')
+    status, out, err = run(capsys, 'opt-out', 'AUTH_test', '--on',
+                           '--user', 'test:tester', '--key', 'testing',
+                           '--auth-url', proxy.url + '/auth/v1.0')
+    assert (status, out) == (1, '')
+    assert 'shows no X-Mass-Opt-Out' in err
+    assert proxy.opt_outs == {'AUTH_test': False}
+    with pytest.raises(SystemExit):
+        run(capsys, 'opt-out', 'AUTH_test', '--on', '--off')

@@ -200,8 +200,9 @@ def test_urgent_tenants_are_a_comma_separated_list():
 def test_registers_in_info():
     make({'slots_per_device': '3', 'batch_slots': '2'})
     info = registry.get_swift_info()['mass_queue']
-    assert info == {'slots_per_device': 3, 'batch_slots': 2,
-                    'adaptive_slots': False, 'admin_path': '/mass_queue'}
+    assert info == {'mode': 'active', 'slots_per_device': 3,
+                    'batch_slots': 2, 'adaptive_slots': False,
+                    'admin_path': '/mass_queue'}
 
 
 @pytest.mark.parametrize('value, cls', [
@@ -924,3 +925,60 @@ def test_only_a_device_the_object_server_would_serve_is_registered(
                                     'servers_per_port = 1'))
     assert mw.conf.mount_check is True
     assert mw._local_devices() == set()
+
+
+# -- observe mode: every request admitted at once ----------------------------
+
+def test_observe_mode_admits_every_request_at_once():
+    mw, app, logger = queued({'mode': 'observe', 'deadline': '0',
+                              'urgent_tenants': 'AUTH_u'})
+    # one slot per device: in active mode the second would wait, and be
+    # refused at once (deadline 0), whatever its priority
+    started = [start(mw, headers={'X-Backend-Mass-Priority': p})
+               for p in ('1', '9', '5')]
+    started.append(start(mw, headers={'X-Backend-Mass-Urgent': 'true'}))
+    assert [seen['status'] for seen, _ in started] == ['200 OK'] * 4
+    assert mw.queues == {}
+    # its figures: priorities and classes as in active mode, and what the
+    # queue would have seen: three of them would have waited
+    assert logger.only('priority.') == {
+        'priority.1': 1, 'priority.9': 1, 'priority.5': 2}
+    assert logger.only('queue.') == {'queue.would_wait': 3}
+    state = json.loads(call(mw, path='/mass_queue').body)
+    assert (state['mode'], state['devices']) == ('observe', {})
+    assert state['observed'] == {'sdb1': {
+        'in_flight': 4, 'peak_in_flight': 4, 'arrived': 4,
+        'would_wait': 3}}
+    for _, body in started:
+        body.close()
+    started[0][1].close()  # a second close gives nothing back twice
+    assert app.closed == 4
+    assert mw.observed['sdb1'].stats() == {
+        'in_flight': 0, 'peak_in_flight': 4, 'arrived': 4,
+        'would_wait': 3}
+    # the control: active mode refuses the second at once
+    active, _, _ = queued({'deadline': '0'})
+    _, held = start(active)
+    assert start(active)[0]['status'].startswith('503')
+    held.close()
+
+
+def test_observe_mode_gives_back_what_a_failing_server_took():
+    mw, _, _ = queued({'mode': 'observe'}, app=BodyApp(fail='call'))
+    with pytest.raises(ValueError):
+        start(mw)
+    assert mw.observed['sdb1'].in_flight == 0
+
+
+def test_observe_mode_still_bumps_every_write():
+    mw, server, gens = bumping(mode='observe', slots_per_device='1')
+    before = gens.read(OBJECT_KEY, 'AUTH_t')[0]
+    assert write(mw).status_int == 201
+    after, written = gens.read(OBJECT_KEY, 'AUTH_t')
+    assert after != before
+    assert written == Timestamp('1700000000.00000')
+
+
+def test_the_queues_mode_is_in_info():
+    make({'mode': 'observe'})
+    assert registry.get_swift_info()['mass_queue']['mode'] == 'observe'

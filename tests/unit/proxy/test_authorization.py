@@ -11,6 +11,7 @@ from swift.common.swob import HTTPForbidden, HTTPServiceUnavailable, \
     Request
 
 from swift_mass import tags
+from swift_mass.proxy import marks
 from swift_mass.proxy.authorization import Authorization
 from tests.unit.helpers import REDIS_URL
 from tests.unit.proxy.methods.fakes import BODY, PATH, make, put
@@ -102,7 +103,7 @@ def made_up_account_lookups(swift):
 def tenant_state(mass):
     """Every per-tenant entry a worker keeps."""
     return {'window': len(mass.agent.window),
-            'urgent': len(mass.urgent_tenants.known),
+            'urgent': len(mass.account_marks.known),
             'absent': len(mass.sysmeta._absent)}
 
 
@@ -112,7 +113,7 @@ def behind_tempauth(prefix):
     put(mass)  # AUTH_t's object, cached by the next read
     assert Request.blank(PATH, environ={
         'swift.authorize': lambda req: None}).get_response(mass).body == BODY
-    mass.urgent_tenants.known.clear()
+    mass.account_marks.known.clear()
     mass.agent.window.drain()
     del swift.requests[:], mass.logger.counters[:]
     return TempAuth(mass, {}), mass, swift
@@ -153,12 +154,12 @@ def test_an_authorised_anonymous_read_is_served_as_any(
     resp = anonymous(app, 'GET', PATH)
     assert resp.body == BODY and resp.headers['X-Mass-Cache'] == 'hit'
     assert tenant_state(mass) == {'window': 1, 'urgent': 1, 'absent': 0}
-    assert 'AUTH_t' in mass.urgent_tenants.known
+    assert 'AUTH_t' in mass.account_marks.known
 
 
 def test_the_urgent_tag_reaches_the_backend_once_authorised(prefix):
     mass, swift, _ = make(prefix, pin=None)
-    mass.urgent_tenants.known['AUTH_t'] = True
+    mass.account_marks.known['AUTH_t'] = frozenset([marks.URGENT])
     put(mass)
     (_, _, _, headers), = swift.object_requests('PUT')
     assert headers.get('X-Backend-Mass-Urgent') == tags.URGENT

@@ -139,7 +139,7 @@ def make(recheck='30', **conf):
                                 urgent_recheck_seconds=recheck,
                                 **conf)(accounts)
     clock = Clock()
-    mass.urgent_tenants = marks.UrgentTenants(
+    mass.account_marks = marks.AccountMarks(
         accounts, mass.conf.urgent_recheck_seconds, clock)
     return mass, accounts, clock
 
@@ -265,7 +265,7 @@ def test_known_tenants_are_bounded(monkeypatch):
     mass, accounts, _ = make()
     for n in range(7):
         get(mass, '/v1/AUTH_%d/c' % n)
-    assert len(mass.urgent_tenants.known) == 3
+    assert len(mass.account_marks.known) == 3
     assert len(accounts.heads()) == 7
     get(mass, '/v1/AUTH_6/c')  # still known: no lookup
     assert len(accounts.heads()) == 7
