@@ -1419,5 +1419,4 @@ def add_parsers(subparsers):
                        'container info (default 60)')
         p.add_argument('--lock-ttl', type=int, default=30,
                        help='seconds the lock of a killed run lasts')
-        output.json_option(p)
         p.set_defaults(func=run)

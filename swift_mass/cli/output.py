@@ -4,12 +4,6 @@ import json
 import sys
 
 
-def json_option(parser):
-    """Nothing: every parser of ``swift-mass`` takes ``--json`` (and
-    ``--conf``) already (:class:`swift_mass.cli.main.Parser`).  Kept while
-    :mod:`swift_mass.cli.migrate` calls it."""
-
-
 def failed(err):
     """Say why a subcommand failed, on stderr; its exit status, 1."""
     print('swift-mass: %s: %s' % (type(err).__name__, err), file=sys.stderr)
