@@ -14,6 +14,7 @@ from swift.common.utils import ClosingIterator, drain_and_close, get_logger
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
+import swift_mass
 from swift_mass import tags
 from swift_mass.conf import MassConf
 from swift_mass.control import monitor
@@ -334,7 +335,7 @@ class MassMiddleware(object):
         register_swift_info('mass_migrate',
                             retry_after=self.conf.migrate_retry_after)
         register_swift_info(
-            'mass', mode=self.conf.mode,
+            'mass', version=swift_mass.__version__, mode=self.conf.mode,
             default_priority=self.conf.default_priority,
             priority_min=tags.PRIORITY_MIN, priority_max=tags.PRIORITY_MAX,
             control_loop=self.conf.control_loop,

@@ -4,6 +4,7 @@ from swift.common import registry
 from swift.common.swob import Request
 from swift.common.utils import split_path
 
+import swift_mass
 from swift_mass.conf import ConfigError
 from swift_mass.proxy import middleware as proxy
 from tests.unit.helpers import RecordingApp
@@ -124,3 +125,5 @@ def test_registers_in_info():
     info = registry.get_swift_info()['mass']
     assert info['default_priority'] == 3
     assert (info['priority_min'], info['priority_max']) == (0, 9)
+    # which Mass a proxy runs, for an operator checking a rollout
+    assert info['version'] == swift_mass.__version__
