@@ -163,8 +163,8 @@ def test_slides_workloads_are_classified_and_followed(admin, store):
         for load in loads.values():
             load.stop()
     # A graceful reload refuses connections for a moment and closes idle
-    # keep-alive ones (README); every request that reached a proxy got the
-    # answer Swift gives.
+    # keep-alive ones (docs/install.md); every request that reached a proxy
+    # got the answer Swift gives.
     for load in all_loads:
         answered_wrong = [f for kind, f in load.failures
                           if kind != 'connection']
