@@ -102,6 +102,7 @@ from swift.common.storage_policy import POLICIES
 from swift.common.ring.utils import is_local_device
 from swift.common.utils import Timestamp, whataremyips
 
+from swift_mass import metrics
 from swift_mass.redis_client import client_from_url, key_prefix
 
 DEFAULT_PREFIX = 'mass:cache:'
@@ -398,7 +399,9 @@ class Generations(object):
             self.logger.warning(
                 'mass generations: Redis is a new server process (run_id '
                 '%s): every cached body is invalid' % identity)
-            self.logger.increment('generations.new_instance')
+            metrics.increment(
+                self.logger, 'generations.new_instance', 'generations',
+                {'event': 'new_instance'})
 
     # -- failures ------------------------------------------------------
 
@@ -554,7 +557,9 @@ class Generations(object):
         bumps, and replaces the epoch as soon as Redis answers."""
         if self.dirty:
             self.skipped += 1
-            self.logger.increment('generations.bump_skipped')
+            metrics.increment(
+                self.logger, 'generations.bump_skipped', 'generations',
+                {'event': 'bump_skipped'})
             return False
         written = ''
         if timestamp:
@@ -580,7 +585,9 @@ class Generations(object):
                 break
             self.sleep(self.repair_interval)
         self.dirty = True
-        self.logger.increment('generations.bump_failed')
+        metrics.increment(
+            self.logger, 'generations.bump_failed', 'generations',
+            {'event': 'bump_failed'})
         self.failed(error)
         if not self._repairing:
             self._repairing = True
@@ -605,7 +612,9 @@ class Generations(object):
                     continue
                 self.dirty = False
                 self._succeeded()
-                self.logger.increment('generations.epoch')
+                metrics.increment(
+                    self.logger, 'generations.epoch', 'generations',
+                    {'event': 'epoch'})
                 self.logger.info('mass generations: new epoch after '
                                  'writes Redis did not record')
         finally:
@@ -650,7 +659,9 @@ class Generations(object):
             self._heartbeat_failing = False
             self.logger.info('mass generations: heartbeat succeeds again')
         if int(lapsed):
-            self.logger.increment('generations.registration_lapsed')
+            metrics.increment(
+                self.logger, 'generations.registration_lapsed', 'generations',
+                {'event': 'registration_lapsed'})
             self.logger.warning(
                 'mass generations: Redis dropped a registration of this '
                 'process before it expected (a step of Redis\'s clock, an '

@@ -37,6 +37,7 @@ import re
 import sys
 import time
 
+from swift_mass import metrics
 from swift_mass.conf import DEFAULT_TENANT_METRICS
 from swift_mass.control import controller, monitor
 from swift_mass.generations import bumped_tenants
@@ -58,6 +59,12 @@ def statsd_name(tenant):
 OPS_FIELDS = frozenset('ops.' + op for op in monitor.OPS)
 METRIC_FIELDS = OPS_FIELDS | frozenset(
     ['err.' + op for op in monitor.OPS] + ['bytes_in', 'bytes_out'])
+# a field's labeled name (after swift_mass_tenant_ or swift_mass_class_)
+# and its method label: Swift's label for an HTTP method
+LABELED_FIELDS = dict(
+    [('ops.' + op, ('requests', op)) for op in monitor.OPS] +
+    [('err.' + op, ('errors', op)) for op in monitor.OPS] +
+    [('bytes_in', ('bytes_in', None)), ('bytes_out', ('bytes_out', None))])
 
 
 @contextlib.contextmanager
@@ -181,9 +188,13 @@ class Agent(object):
         one update per class and field; a tenant's own, added up over its
         buckets, only for the ``tenant_metrics`` busiest tenants (most
         requests) when there are more: a statsd packet per counter costs
-        a worker some microseconds, and statsd a series."""
+        a worker some microseconds, and statsd a series.  With labels
+        (swift_mass.metrics), each also as swift_mass_tenant_<field> and
+        swift_mass_class_<field>, labeled with the tenant, its class and
+        the HTTP method."""
         classes = {}
         tenants = {}  # {tenant: [counts of a bucket, ...]}
+        tenant_class = {}
         table = self.table
         metric_fields = METRIC_FIELDS.intersection
         for (tenant, _bucket), counts in pending.items():
@@ -192,6 +203,7 @@ class Agent(object):
                 continue
             entry = table.get(tenant)
             cls = entry['class'] if entry else 'unknown'
+            tenant_class[tenant] = cls
             total = classes.get(cls)
             if total is None:
                 total = classes[cls] = {}
@@ -213,6 +225,7 @@ class Agent(object):
             tenants = {tenant: tenants[tenant] for tenant in heapq.nlargest(
                 limit, tenants, key=requests)}
         update_stats = self.logger.update_stats
+        labeled = metrics.labeled_only(self.logger)
         for tenant, buckets in tenants.items():
             name = 'tenant.%s.' % statsd_name(tenant)
             total = {}
@@ -221,9 +234,42 @@ class Agent(object):
                     total[field] = total.get(field, 0) + counts[field]
             for field, value in total.items():
                 update_stats(name + field, value)
+            if labeled is not None:
+                # the tenant as Swift sends an account label: as it is
+                self._emit_labeled(labeled, 'tenant_', total, {
+                    'tenant': tenant, 'class': tenant_class[tenant]})
         for cls, total in classes.items():
             for field, value in total.items():
                 update_stats('class.%s.%s' % (cls, field), value)
+            if labeled is not None:
+                self._emit_labeled(labeled, 'class_', total, {'class': cls})
+
+    @staticmethod
+    def _emit_labeled(labeled, kind, total, labels):
+        client, prefix = labeled
+        for field, value in total.items():
+            name, method = LABELED_FIELDS[field]
+            client.update_stats(
+                prefix + kind + name, value,
+                labels=labels if method is None else dict(labels,
+                                                          method=method))
+
+    def _count_decisions(self, changed, table):
+        """decisions, and labeled, how many by the class decided (none:
+        an entry dropped): one packet a class, once a tick."""
+        self.logger.update_stats('decisions', len(changed))
+        labeled = metrics.labeled_only(self.logger)
+        if labeled is None:
+            return
+        client, prefix = labeled
+        by_class = {}
+        for tenant in changed:
+            entry = table.get(tenant)
+            cls = (entry.get('class') or 'unknown') if entry else 'none'
+            by_class[cls] = by_class.get(cls, 0) + 1
+        for cls, count in by_class.items():
+            client.update_stats(prefix + 'decisions', count,
+                                labels={'class': cls})
 
     def refresh(self):
         """Apply what changed in the store's table since this worker's
@@ -363,7 +409,7 @@ class Agent(object):
             # else: another writer came in between, or no store took it:
             # the next refresh brings this worker up to the store's table
             if changed:
-                self.logger.update_stats('decisions', len(changed))
+                self._count_decisions(changed, table)
             if self.durable:
                 for tenant in changed:
                     self.durable.save(tenant, table.get(tenant))

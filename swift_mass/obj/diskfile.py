@@ -128,6 +128,8 @@ from swift.common.utils.libc import load_libc_function
 from swift.obj.diskfile import DiskFile, DiskFileManager, DiskFileWriter, \
     relink_paths, write_metadata
 
+from swift_mass import metrics
+
 # The object server monkey-patches threading before it loads a diskfile
 # module (swift.common.wsgi.run_wsgi); GroupSync is used by tpool's OS
 # threads, which must block on the OS's locks, as eventlet.tpool's own do.
@@ -378,7 +380,8 @@ class GroupCommitDiskFileWriter(DiskFileWriter):
             # here rather than in the tpool thread that ran the flushes:
             # statsd goes through a green socket
             for flush in self._flush_runs:
-                self.manager.report_flush(flush)
+                self.manager.report_flush(
+                    flush, basename(self._diskfile._device_path))
             self._flush_runs = []
 
     def _sync(self, returning=False):
@@ -473,6 +476,9 @@ class GroupCommitDiskFileManager(DiskFileManager):
         self.linger = linger_seconds(conf)
         self._group_syncs = {}
         self._group_syncs_lock = threading.Lock()
+        # the object server's logger is Swift's, not Mass's: the labeled
+        # client is this manager's own
+        self._labeled = metrics.labeled_client(conf, logger)
 
     def group_sync(self, device):
         """The :class:`GroupSync` of ``<devices>/<device>``."""
@@ -482,9 +488,18 @@ class GroupCommitDiskFileManager(DiskFileManager):
                     join(self.devices, device), linger=self.linger)
             return self._group_syncs[device]
 
-    def report_flush(self, flush):
+    def report_flush(self, flush, device=None):
         """Statsd for a flush: how many, how many writes each covered (each
-        write twice: its data, then its rename), how long each took."""
+        write twice: its data, then its rename), how long each took; and
+        labeled by device (swift_mass.metrics)."""
         self.logger.increment('group_commit.flushes')
         self.logger.update_stats('group_commit.writes', flush.writes)
         self.logger.timing('group_commit.flush', flush.seconds * 1000.0)
+        if self._labeled is not None:
+            labels = {'device': device}
+            prefix = metrics.GROUP_COMMIT_PREFIX
+            self._labeled.increment(prefix + 'flushes', labels=labels)
+            self._labeled.update_stats(prefix + 'writes', flush.writes,
+                                       labels=labels)
+            self._labeled.timing(prefix + 'flush_timing',
+                                 flush.seconds * 1000.0, labels=labels)

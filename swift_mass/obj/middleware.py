@@ -16,7 +16,7 @@ from swift.common.utils import ClosingIterator, config_true_value, \
     get_logger
 from swift.common.wsgi import WSGIContext, load_app_config
 
-from swift_mass import tags
+from swift_mass import metrics, tags
 from swift_mass.conf import QueueConf
 from swift_mass.generations import Generations, object_key, ring_devices
 from swift_mass.obj import device_queue
@@ -237,7 +237,9 @@ class MassQueueMiddleware(object):
     are validated when the object server starts; a bad one stops it with a
     message naming the option and the allowed values.  The ``log_*`` and
     ``log_statsd_*`` options apply; metrics are emitted under
-    ``mass_queue.``.
+    ``mass_queue.``, and with Swift's ``statsd_label_mode`` (Swift 2.36 and
+    later) also as labeled ``swift_mass_queue_*`` metrics
+    (:mod:`swift_mass.metrics`; every name is in docs/metrics.md).
     """
 
     def __init__(self, app, conf, logger=None, clock=time.monotonic):
@@ -245,6 +247,7 @@ class MassQueueMiddleware(object):
         self.conf = QueueConf(conf, server_conf=object_server_conf(conf))
         self.logger = logger or get_logger(
             conf, log_route='mass_queue', statsd_tail_prefix='mass_queue')
+        metrics.attach(self.logger, conf, metrics.QUEUE_PREFIX)
         self.clock = clock
         self.queues = {}
         #: {device: Observed}, in observe mode
@@ -291,6 +294,13 @@ class MassQueueMiddleware(object):
         if cls in tags.CLASSES:
             env[tags.ENV_CLASS] = cls
             self.logger.increment('class.' + cls)
+        else:
+            cls = 'unknown'
+        labeled = metrics.labeled_only(self.logger)
+        if labeled is not None:
+            # one packet for what the legacy names need two
+            labeled[0].increment(labeled[1] + 'requests', labels={
+                'priority': label, 'class': cls})
         return label
 
     # ------------------------------------------------------------ queue
@@ -333,8 +343,9 @@ class MassQueueMiddleware(object):
         if queue is None:
             queue = self.queues[device] = device_queue.DeviceQueue(
                 self.conf, self.clock,
-                on_event=lambda event: self.logger.increment(
-                    'queue.' + event))
+                on_event=lambda event: metrics.increment(
+                    self.logger, 'queue.' + event, 'events',
+                    {'device': device, 'event': event}))
         return queue
 
     def _wait(self, queue, ticket):
@@ -414,14 +425,18 @@ class MassQueueMiddleware(object):
         if ticket.state == device_queue.WAITING:
             # A statsd packet costs the object server some 20 us of CPU:
             # a request admitted at once sends none beyond its priority.
-            self.logger.timing('queue.depth', queue.waiting)
+            labels = {'device': device, 'priority': label}
+            metrics.timing(self.logger, 'queue.depth', 'depth',
+                           queue.waiting, labels)
             self._wait(queue, ticket)
             waited = ticket.waited
             if waited is None:  # refused: it waited until now
                 waited = self.clock() - ticket.arrival
-            self.logger.timing('queue.wait.' + label, waited * 1000.0)
+            metrics.timing(self.logger, 'queue.wait.' + label,
+                           'wait_timing', waited * 1000.0, labels)
         if ticket.state != device_queue.ADMITTED:
-            self.logger.increment('queue.refused')
+            metrics.increment(self.logger, 'queue.refused', 'refused',
+                              {'device': device, 'priority': label})
             return HTTPServiceUnavailable(
                 body=b'Device %s busy; retry later.\n' % device.encode(
                     'utf-8'),
@@ -458,11 +473,11 @@ class MassQueueMiddleware(object):
         if not self.conf.slots_per_device or not self._serves(device):
             return app(env, start_response)
         if not self.conf.active:
-            return self._observed(env, start_response, device, app)
+            return self._observed(env, start_response, device, app, label)
         return self._queued(env, start_response, method, device, account,
                             label, app)
 
-    def _observed(self, env, start_response, device, app):
+    def _observed(self, env, start_response, device, app, label):
         """Serve the request at once (observe mode), noting what its
         device's queue would have seen."""
         seen = self.observed.get(device)
@@ -471,7 +486,8 @@ class MassQueueMiddleware(object):
                 self.conf.slots_per_device)
         waits, end = seen.arrive()
         if waits:
-            self.logger.increment('queue.would_wait')
+            metrics.increment(self.logger, 'queue.would_wait', 'would_wait',
+                              {'device': device, 'priority': label})
         try:
             app_iter = app(env, start_response)
         except BaseException:

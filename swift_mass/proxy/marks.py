@@ -55,7 +55,7 @@ from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_account_info, \
     get_container_info
 
-from swift_mass import tags
+from swift_mass import metrics, tags
 
 WRITES = ('PUT', 'POST', 'DELETE')
 # Tenants a worker remembers; beyond it, the oldest is forgotten (one more
@@ -298,7 +298,7 @@ class AccountMarks(object):
             # object server sees an account write's tag).
             return NO_MARKS
         if self.logger is not None:
-            self.logger.increment('urgent.lookup')
+            metrics.increment(self.logger, 'urgent.lookup', 'urgent_lookups')
         info = get_account_info(env, self.app, swift_source='MASS')
         found = self.known[tenant] = frozenset(
             mark for mark in ACCOUNT_MARKS if mark.on(info))

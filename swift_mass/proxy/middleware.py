@@ -15,7 +15,7 @@ from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
 import swift_mass
-from swift_mass import tags
+from swift_mass import metrics, tags
 from swift_mass.conf import MassConf
 from swift_mass.control import monitor
 from swift_mass.control.agent import Agent
@@ -88,13 +88,15 @@ class RoutedPut(WSGIContext):
                 path, tenant, self.reason or 'not authorised'))
         elif status != 409:
             if is_success(status):
-                self.logger.increment('routed')
+                metrics.increment(self.logger, 'routed', 'routed',
+                                  {'substore': self.substore})
             self.logger.info('mass: routed new container %s of %s to '
                              'storage policy %s: %d' % (
                                  path, tenant, self.policy, status))
         else:
             drain_and_close(app_iter)  # a short error page
-            self.logger.increment('route_conflict')
+            metrics.increment(self.logger, 'route_conflict',
+                              'route_conflicts', {'substore': self.substore})
             self.logger.info('mass: %s of %s exists in another storage '
                              'policy than %s; sent again without one' % (
                                  path, tenant, self.policy))
@@ -310,6 +312,7 @@ class MassMiddleware(object):
         self.conf = MassConf(conf)
         self.logger = logger or get_logger(
             conf, log_route='mass', statsd_tail_prefix='mass')
+        metrics.attach(self.logger, conf, metrics.PROXY_PREFIX)
         self._priority_header = str(self.conf.default_priority)
         self.store = store or store_from_conf(
             self.conf, self.logger, memcache=load_memcache(conf, self.logger))
@@ -345,7 +348,7 @@ class MassMiddleware(object):
     def __call__(self, env, start_response):
         sent_marks = marks.taken_out(env)
         if tags.strip_client_tags(env):
-            self.logger.increment('forged_tags')
+            metrics.increment(self.logger, 'forged_tags', 'forged_tags')
         tenant = tenant_of(env.get('PATH_INFO', ''))
         if tenant is None or env.get('REQUEST_METHOD') == 'OPTIONS':
             # OPTIONS (a CORS preflight) is answered by the proxy from what

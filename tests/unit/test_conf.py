@@ -105,7 +105,7 @@ def test_every_option_of_the_sample_is_checked():
     section = section.split('per-substore proxy tuning')[0]
     documented = set(re.findall(r'^# ([a-z_]+) =', section, re.M))
     swifts = {'memcache_servers'} | {o for o in documented
-                                     if o.startswith('log_')}
+                                     if o.startswith(('log_', 'statsd_'))}
     assert documented - swifts == {option for option, _ in BAD}
 
 

@@ -64,7 +64,7 @@ from swift.common.utils import Timestamp, list_from_csv
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
-from swift_mass import tags
+from swift_mass import metrics, tags
 from swift_mass.control.store import RedisStore
 from swift_mass.generations import Generations, object_key, ring_devices
 from swift_mass.proxy.methods import base
@@ -265,17 +265,23 @@ class CacheMethod(base.Method):
         shared = self.generations is not None and \
             isinstance(self.bodies, RedisBodies)
         if shared and not self.generations.available():
-            self.logger.increment('cache.backend_skipped')
+            self._count(env, 'backend_skipped')
             return None
         try:
             return getattr(self._bodies(env), name)(*args)
         except Exception as err:
             if shared:
                 self.generations.failed(err)
-            self.logger.increment('cache.backend_errors')
+            self._count(env, 'backend_errors')
             self.logger.debug('mass cache: %s %s failed: %s' % (
                 self.bodies.name, name, err))
             return None
+
+    def _count(self, env, result):
+        """cache.<result>, labeled with the request's class."""
+        metrics.increment(self.logger, 'cache.' + result, 'cache',
+                          dict(metrics.policy_labels(
+                              env.get(tags.ENV_POLICY)), result=result))
 
     # -- what merge shares -------------------------------------------
 
@@ -289,7 +295,7 @@ class CacheMethod(base.Method):
         self.generations.start()
         if self.devices is not None and \
                 self.generations.uncovered(self.devices) != frozenset():
-            self.logger.increment('cache.uncovered')
+            self._count(env, 'uncovered')
             return None, None
         return self.generations.read(key, base.object_path(env)[0])
 
@@ -425,7 +431,7 @@ class CacheMethod(base.Method):
         the request's hooks run in this check)."""
         if self.authorize(env) is None:
             return True
-        self.logger.increment('cache.denied')
+        self._count(env, 'denied')
         return False
 
     def authorize(self, env):
@@ -459,13 +465,13 @@ class CacheMethod(base.Method):
         if not self.settings.ttl_only:
             if validity is not None:
                 if entry.validity != validity:
-                    self.logger.increment('cache.stale')
+                    self._count(env, 'stale')
                     return None
             elif not self._backend_agrees(env, entry):
-                self.logger.increment('cache.stale')
+                self._count(env, 'stale')
                 return None
             else:
-                self.logger.increment('cache.validated')
+                self._count(env, 'validated')
         resp = self._response(env, entry)
         # Swift's proxy answers a failed precondition its own way (the
         # best of every replica's 412, without the object's Content-Type
@@ -473,7 +479,7 @@ class CacheMethod(base.Method):
         # no body.  swob decides 304 before 412, as the object server.
         if resp._get_conditional_response_status() == 412:
             return None
-        self.logger.increment('cache.hit')
+        self._count(env, 'hit')
         return resp
 
     def _backend_agrees(self, env, entry):
@@ -520,7 +526,7 @@ class CacheMethod(base.Method):
         """Send a read to ``app`` as a miss, and cache the answer on its
         way to the client if it is a plain GET's whole, cacheable 200;
         ``read``: what :meth:`validity` answered before (None: ask now)."""
-        self.logger.increment('cache.miss')
+        self._count(env, 'miss')
         storing = self._plain_get(env)
         validity = written = None
         if storing:
@@ -558,7 +564,7 @@ class CacheMethod(base.Method):
 
         def store(chunks):
             self._store(env, key, validity, kept, chunks)
-            self.logger.increment('cache.stored')
+            self._count(env, 'stored')
         return Collector(app_iter, length, store)
 
 

@@ -31,7 +31,7 @@ from eventlet.timeout import Timeout
 from swift.common.swob import Request, wsgi_quote
 from swift.common.utils import Timestamp, close_if_possible, md5
 
-from swift_mass import tags
+from swift_mass import metrics, tags
 from swift_mass.proxy.methods import base
 from swift_mass.generations import object_key
 from swift_mass.proxy.methods.cache import cacheable_headers
@@ -47,6 +47,13 @@ _SAME_ANSWER_HEADERS = frozenset((
     'HTTP_X_REAL_IP', 'HTTP_X_TRANS_ID', 'HTTP_COOKIE'))
 # Answers whose body does not depend on who asked, once authorised.
 _SHARED = (200, 206, 304, 404, 412, 416)
+
+
+def _count(logger, entry, result):
+    """merge.<result>, labeled with the class of the tenant's policy
+    ``entry``."""
+    metrics.increment(logger, 'merge.' + result, 'merge',
+                      dict(metrics.policy_labels(entry), result=result))
 
 
 class Flight(object):
@@ -170,10 +177,10 @@ class MergeMethod(base.Method):
         with Timeout(self.wait, False):
             result = flight.done.wait()
         if result is None:
-            self.logger.increment('merge.alone')
+            _count(self.logger, env.get(tags.ENV_POLICY), 'alone')
             return None
         status, headers, body = result
-        self.logger.increment('merge.merged')
+        _count(self.logger, env.get(tags.ENV_POLICY), 'merged')
         start_response(status, headers + [(MERGE_HEADER, 'merged')])
         return [body]
 
@@ -248,9 +255,10 @@ class MergeMethod(base.Method):
         # answer only once the body is closed, and the client must not
         # wait for Redis or the HEAD.
         return AfterClose(app_iter, lambda: self.spawn(
-            self._write_through, head_env, key, recorder.body, timestamp))
+            self._write_through, head_env, key, recorder.body, timestamp,
+            env.get(tags.ENV_POLICY)))
 
-    def _write_through(self, head_env, key, body, timestamp):
+    def _write_through(self, head_env, key, body, timestamp, entry=None):
         try:
             written = Timestamp(timestamp).internal
         except (TypeError, ValueError):
@@ -275,4 +283,5 @@ class MergeMethod(base.Method):
         if kept is None:
             return
         if self.cache.fill(head_env, key, validity, kept, body):
-            self.logger.increment('merge.written_through')
+            # the HEAD's environ is Mass's own, without the policy
+            _count(self.logger, entry, 'written_through')

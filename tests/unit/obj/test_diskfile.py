@@ -743,3 +743,39 @@ def test_the_manager_refuses_to_start_on_an_older_kernel(
     with pytest.raises(RuntimeError) as err:
         GroupCommitDiskFileManager({'devices': devices}, Logger())
     assert "this kernel is '5.4.0-150-generic'" in str(err.value)
+
+
+def test_flushes_labeled_by_device(devices, policy, timestamps, syncfs,
+                                   monkeypatch):
+    """With statsd_label_mode (Swift >= 2.36), each flush also goes out
+    as swift_mass_group_commit_* labeled with its device; the legacy
+    group_commit.* are as they were."""
+    statsd_client = pytest.importorskip('swift.common.statsd_client')
+    if not hasattr(statsd_client, 'LabeledStatsdClient'):
+        pytest.skip('Swift < 2.36 offers no labeled metrics')
+    lines = []
+
+    class Socket(object):
+        def sendto(self, data, target):
+            lines.append(data.decode('utf-8'))
+
+        def close(self):
+            pass
+    monkeypatch.setattr(statsd_client.LabeledStatsdClient, '_open_socket',
+                        lambda self: Socket())
+    manager = GroupCommitDiskFileManager(
+        {'devices': devices, 'mount_check': 'false',
+         'log_statsd_host': '127.0.0.1', 'statsd_label_mode': 'dogstatsd'},
+        Logger())
+    put(manager, policy, next(timestamps))
+    flushes = manager.group_sync('sda').flushes
+    assert flushes >= 1
+    assert manager.logger.counters == ['group_commit.flushes'] * flushes
+    assert lines.count('swift_mass_group_commit_flushes:1|c|#device:sda') \
+        == flushes
+    assert sum(int(line.split(':')[1].split('|')[0]) for line in lines
+               if line.startswith('swift_mass_group_commit_writes:')) == 2
+    timings = [line for line in lines
+               if line.startswith('swift_mass_group_commit_flush_timing:')]
+    assert len(timings) == flushes
+    assert all(line.endswith('|ms|#device:sda') for line in timings)

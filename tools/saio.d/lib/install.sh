@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# tools/saio: `install`: packages, Redis, the editable install of this repo
+# tools/saio: `install`: packages, Redis, the editable install of this repo,
+# statsd_exporter where the distribution has it (lib/metrics.sh)
 # (sourced by tools/saio, which sets the globals and runs main)
 
 # ---------------------------------------------------------------- install
@@ -126,6 +127,8 @@ do_install() {
     fi
     # the hetero profile's HDD-class devices run behind it
     ensure_hdd_model
+    # `tools/saio metrics` runs it (lib/metrics.sh)
+    install_statsd_exporter
 
     if [ "$force" -eq 0 ] && project_installed; then
         say "swift_mass already installed (editable, from $REPO_ROOT); 'install --force' reinstalls"

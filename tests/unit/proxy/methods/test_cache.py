@@ -989,3 +989,31 @@ def test_the_proxy_apps_own_checks_are_asked(prefix):
     swift.get_controller = get_controller
     assert 'X-Mass-Cache' not in call(mass).headers
     assert asked == [PATH]
+
+
+def test_cache_results_labeled_by_class(prefix, monkeypatch):
+    """With statsd_label_mode (Swift >= 2.36), each cache.<result> also
+    goes out as swift_mass_cache labeled with the result and the tenant's
+    class; the legacy names are as they were."""
+    statsd_client = pytest.importorskip('swift.common.statsd_client')
+    if not hasattr(statsd_client, 'LabeledStatsdClient'):
+        pytest.skip('Swift < 2.36 offers no labeled metrics')
+    lines = []
+
+    class Socket(object):
+        def sendto(self, data, target):
+            lines.append(data.decode('utf-8'))
+
+        def close(self):
+            pass
+    monkeypatch.setattr(statsd_client.LabeledStatsdClient, '_open_socket',
+                        lambda self: Socket())
+    mass, swift, logger = make(prefix, conf={
+        'log_statsd_host': '127.0.0.1', 'statsd_label_mode': 'dogstatsd'})
+    put(mass)
+    cached(mass, swift)
+    assert logger.counters.count('cache.hit') == 1
+    assert logger.counters.count('cache.miss') == 1
+    for result in ('hit', 'miss', 'stored'):
+        assert lines.count('swift_mass_cache:1|c|#class:read,result:%s'
+                           % result) == 1, lines
