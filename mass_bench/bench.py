@@ -62,7 +62,9 @@ timeline shows when Mass reacted.
 
 Results: a table on stdout (``mass_bench.report``), ``results.json``
 (non-finite numbers as null), and PNG plots in ``--out`` when matplotlib
-is installed (``mass_bench.plots``).  Benchmarks are not tests: nothing
+is installed (``mass_bench.plots``).  While it runs, ``runs-so-far.json``
+in ``--out`` holds every run finished, so a comparison that dies keeps
+them (it goes once ``results.json`` is written).  Benchmarks are not tests: nothing
 here asserts a speed.
 """
 import argparse
@@ -175,6 +177,9 @@ class Bench(object):
         self.saio = saio
         self.conf = conf
         self.progress = progress
+        # where the runs finished so far are written after each one (None:
+        # nowhere), so that a comparison that dies keeps them
+        self.keep_runs = None
         self.mode = None
         self.base_mode = None  # the mode a variant runs as
         self.store = None
@@ -471,12 +476,19 @@ class Bench(object):
                 result['cycle'] = cycle
                 result['control'] = is_control
                 runs.append(result)
+                self.kept(runs)
                 self.progress(report.format_run(result))
         self.unpin()
         return {'runs': runs, 'summary': summary.summary(runs, modes),
                 'per_tenant': summary.per_tenant_summary(runs, modes),
                 'resources': summary.resource_summary(runs, modes),
                 'costs': summary.cost_summary(runs, modes)}
+
+    def kept(self, runs):
+        if self.keep_runs is not None:
+            with open(self.keep_runs, 'w') as fp:
+                json.dump(finite({'runs': runs}), fp, sort_keys=True,
+                          allow_nan=False)
 
     def staged(self, stages, modes):
         runs = []
@@ -486,6 +498,7 @@ class Bench(object):
                 result = self.run(stage, '%s %s' % (mode, name))
                 result['stage'] = name
                 runs.append(result)
+                self.kept(runs)
                 self.progress(report.format_run(result))
         self.unpin()
         return {'runs': runs}
@@ -640,6 +653,9 @@ def main(argv=None):
         return 2
     for tenant in tenants:
         tenant.authenticate(args.auth_url)
+    os.makedirs(args.out, exist_ok=True)
+    # each run as it ends: removed once results.json holds them all
+    bench.keep_runs = os.path.join(args.out, 'runs-so-far.json')
     began = time.time()
     try:
         if args.staged:
@@ -670,10 +686,11 @@ def main(argv=None):
                    'shares': list(v.shares),
                    'classes': bench.rings.reports[name]['classes']}
             for name, v in bench.ring_variants.items()}})
-    os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'results.json'), 'w') as fp:
         json.dump(finite(result), fp, indent=2, sort_keys=True,
                   allow_nan=False)
+    if os.path.exists(bench.keep_runs):
+        os.unlink(bench.keep_runs)
     print(text)
     if not args.no_plots:
         for path in draw_plots(result, args.out):

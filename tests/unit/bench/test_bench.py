@@ -532,3 +532,27 @@ def test_timelines_of_every_run_per_mode(tmp_path):
         'timeline-default.png', 'timeline-mass.png', 'timeline-a_b_c.png']
     assert all(is_png(p) for p in paths)
     assert plots.available()
+
+
+def test_a_comparison_that_dies_keeps_the_runs_it_finished(monkeypatch,
+                                                           tmp_path):
+    # a 66-minute comparison died in its last run (the cluster's disk was
+    # full) and nothing of its 19 finished runs was kept
+    b = bench.Bench([], 'http://auth', saio=None)
+    finished = iter(comparison()[:3])
+    monkeypatch.setattr(b, 'switch', lambda mode: None)
+    monkeypatch.setattr(b, 'unpin', lambda: None)
+
+    def run(stage, label):
+        try:
+            return dict(next(finished))
+        except StopIteration:
+            raise RuntimeError('cannot create a container: 503')
+    monkeypatch.setattr(b, 'run', run)
+    kept = tmp_path / 'runs-so-far.json'
+    b.keep_runs = str(kept)
+    with pytest.raises(RuntimeError):
+        b.compare(['default', 'mass'], 2)
+    runs = json.loads(kept.read_text())['runs']
+    assert [r['label'] for r in runs] == [r['label']
+                                          for r in comparison()[:3]]
