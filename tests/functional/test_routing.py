@@ -7,9 +7,7 @@ Each run uses a fresh account (reached with the reseller admin's token), so
 nothing an earlier run created or decided can make a test pass; every pin
 is removed when its test ends, whatever happens."""
 import contextlib
-import glob
 import json
-import re
 import subprocess
 import time
 import uuid
@@ -20,23 +18,17 @@ import pytest
 import requests
 
 from swift.common import direct_client
-from swift.common.memcached import MemcacheRing
 from swift.common.ring import Ring
 from swift.common.storage_policy import POLICIES
 from swift.common.utils import Timestamp
-from swift.proxy.controllers.base import get_cache_key
 
 from tests.functional.conftest import PROXY, Tenant
-from tests.functional.test_before_auth import STORAGE_LOGS, log_offsets
 from tests.functional.waiting import until
 
 SWIFT_DIR = '/etc/swift'
 WRITE_SUBSTORE = 'bulk'      # write_substore of the SAIO's [filter:mass]
 DEFAULT_POLICY = 'standard'
 SAIO_LOOP_INTERVAL = 1.0   # interval of the SAIO's [filter:mass]
-# the SAIO's proxy without Mass (tools/saio), and its memcached
-PROXY_WITHOUT_MASS = 'http://127.0.0.1:8082'
-MEMCACHED = '127.0.0.1:11211'
 
 
 class Account(object):
@@ -220,56 +212,6 @@ def test_a_put_racing_another_proxy_gets_swifts_answer(client, store,
         assert resp.status_code == 202, resp.text
         assert client.policy(name) == DEFAULT_POLICY
         assert 'mass.route_conflict' in statsd.metrics()
-
-
-def container_heads(offsets, account, container):
-    """The transaction ids of the HEADs of a container that the container
-    servers logged since ``offsets`` (tests.functional.test_before_auth's
-    log_offsets)."""
-    head = re.compile(r'container-server: .*"HEAD /[^/]+/\d+/%s/%s" \d+ \S+ '
-                      r'"[^"]*" "([^"]+)"' % (re.escape(account),
-                                              re.escape(container)))
-    txids = []
-    for path in glob.glob(STORAGE_LOGS):
-        with open(path, errors='replace') as log:
-            log.seek(offsets.get(path, 0))
-            for line in log:
-                match = head.search(line)
-                if match:
-                    txids.append(match.group(1))
-    return txids
-
-
-def test_an_anonymous_put_to_a_routed_tenant_costs_no_lookup(client, store):
-    """Routing looked a container up before Swift authorised its PUT: an
-    anonymous PUT to a routed tenant cost a HEAD of the container on its
-    container servers, and its info in memcache, that Swift alone never
-    makes for a PUT it refuses."""
-    memcache = MemcacheRing([MEMCACHED])
-    with pinned(store, client):
-        name = 'anonymous-%s' % uuid.uuid4().hex[:8]
-        offsets = log_offsets()
-        resp = requests.put('%s/%s' % (client.url, name), timeout=20)
-        alone = requests.put('%s/%s' % (
-            client.url.replace(PROXY, PROXY_WITHOUT_MASS), name), timeout=20)
-        assert (resp.status_code, resp.content) == (
-            alone.status_code, alone.content)
-        assert resp.status_code == 401
-        assert resp.headers.get('Www-Authenticate') == \
-            alone.headers.get('Www-Authenticate')
-        time.sleep(1)  # the container servers' log lines are written
-        assert container_heads(offsets, client.account, name) == []
-        assert memcache.get(get_cache_key(client.account, name)) is None
-
-        # the control: the owner's PUT of the same name is looked up (a
-        # HEAD in its own transaction) and routed
-        offsets = log_offsets()
-        resp = client.create(name)
-        assert resp.status_code == 201
-        assert client.policy(name) == WRITE_SUBSTORE
-        until(lambda: resp.headers['X-Trans-Id'] in container_heads(
-            offsets, client.account, name), 10,
-            'the lookup of the owner\'s PUT in the container servers\' logs')
 
 
 def test_versioned_containers_stay_with_their_versions(client, store):
