@@ -64,8 +64,8 @@ Results: a table on stdout (``mass_bench.report``), ``results.json``
 (non-finite numbers as null), and PNG plots in ``--out`` when matplotlib
 is installed (``mass_bench.plots``).  While it runs, ``runs-so-far.json``
 in ``--out`` holds every run finished, so a comparison that dies keeps
-them (it goes once ``results.json`` is written).  Benchmarks are not tests: nothing
-here asserts a speed.
+them (it goes once ``results.json`` is written).  Benchmarks are not
+tests: nothing here asserts a speed.
 """
 import argparse
 import configparser
@@ -84,7 +84,7 @@ import urllib.parse
 from mass_bench import clients, policy_table, report, resources, rings, \
     summary, workloads
 from mass_bench.ratios import abba
-from swift_mass.control.store import shared_store
+from swift_mass.cli.store import shared_store
 
 MODES = ('default', 'static', 'mass')
 DEFAULT_TENANTS = ('photos:web:web=A', 'dbdump:dump:dump=B',

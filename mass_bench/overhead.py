@@ -151,7 +151,7 @@ def pinned(pin=NO_METHOD, timeout=30.0):
     the SAIO's leader has put that in the policy table; the store, to
     unpin."""
     import logging
-    from swift_mass.control.store import shared_store
+    from swift_mass.cli.store import shared_store
     _conf, store = shared_store(PROXY_CONF, logging.getLogger('overhead'))
     store.set_pin(TENANT, pin)
     deadline = time.time() + timeout
@@ -359,7 +359,7 @@ def mass_alone(pairs, requests_per_run):
     tagging and the control loop's work per request are."""
     from swift.common.swob import Request
     from swift_mass.proxy.middleware import MassMiddleware
-    from swift_mass.control.store import LocalStore
+    from swift_mass.control.stores.local import LocalStore
 
     def bare(env, start_response):
         start_response('200 OK', [('Content-Length', '4096')])

@@ -356,7 +356,7 @@ class Setup(object):
     def __init__(self, args, url, tenants, spread_kind, logger):
         from swift_mass.control import classify, controller
         from swift_mass.control.agent import Agent
-        from swift_mass.control.store import RedisStore
+        from swift_mass.control.stores.redis_store import RedisStore
         from swift_mass.generations import Generations
         self.url, self.tenants, self.kind = url, tenants, spread_kind
         self.timeout_ms = args.timeout_ms
@@ -546,7 +546,7 @@ def rss_child(url, prefix, timeout_ms):
     import gc
     from swift_mass.control import controller
     from swift_mass.control.agent import Agent
-    from swift_mass.control.store import RedisStore
+    from swift_mass.control.stores.redis_store import RedisStore
     agent = Agent(RedisStore(url, prefix=prefix, socket_timeout_ms=timeout_ms,
                              connect_timeout_ms=timeout_ms),
                   controller.DEFAULT_SETTINGS, 'bench-rss', Logger())
@@ -598,7 +598,7 @@ def _middleware(url, prefix):
     """The real MassMiddleware in front of _app, its store Redis under
     ``prefix``, without its control loop (per interval, not per
     request)."""
-    from swift_mass.control.store import RedisStore
+    from swift_mass.control.stores.redis_store import RedisStore
     from swift_mass.proxy.middleware import MassMiddleware
     mass = MassMiddleware(_app, {'redis_url': url}, logger=Logger(),
                           store=RedisStore(url, prefix=prefix))
@@ -698,7 +698,7 @@ def _worker_process(url, prefix, interval, index, reports, timeout_ms,
     time."""
     from swift_mass.control import controller
     from swift_mass.control.agent import Agent
-    from swift_mass.control.store import RedisStore
+    from swift_mass.control.stores.redis_store import RedisStore
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     store = RedisStore(url, prefix=prefix, socket_timeout_ms=timeout_ms,
                        connect_timeout_ms=timeout_ms)
@@ -729,7 +729,7 @@ def processes(args, url, tenants, logger):
     renewed its lease), in intervals."""
     from swift_mass.control import controller
     from swift_mass.control.agent import Agent
-    from swift_mass.control.store import RedisStore
+    from swift_mass.control.stores.redis_store import RedisStore
     interval = args.process_interval
     prefix = fresh_prefix()
     store = RedisStore(url, prefix=prefix, socket_timeout_ms=args.timeout_ms,

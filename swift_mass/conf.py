@@ -7,13 +7,12 @@ is every option of ``[filter:mass]``, read by the ``mass`` filter, by
 ``swift-mass`` and by the benchmark; :class:`QueueConf` every option of
 ``[filter:mass_queue]``, read by the object servers' filter.
 """
-import urllib.parse
-
+from swift.common.recon import DEFAULT_RECON_CACHE_PATH
 from swift.common.storage_policy import POLICIES
 from swift.common.swob import str_to_wsgi
 from swift.common.utils import config_true_value, list_from_csv
 
-from swift_mass import redis_client, tags
+from swift_mass import metrics, redis_client, tags
 from swift_mass.control import classify, controller
 
 SECTION = 'filter:mass'
@@ -177,28 +176,7 @@ def _control_settings(conf, section=SECTION, interval=5.0):
         interval=interval)
 
 
-def redacted_url(url):
-    """The URL without its password, fit for logs and error messages."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.replace(':' + parts.password + '@', ':***@')
-        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-    except ValueError:
-        # one urlsplit refuses (a stray bracket of an IPv6 host): all
-        # that may hold a password goes
-        scheme, sep, rest = url.partition('://')
-        netloc, slash, path = rest.partition('/')
-        userinfo, at, hosts = netloc.rpartition('@')
-        return scheme + sep + '***@' + hosts + slash + path if at else url
-
-
 STORES = ('redis', 'memcache', 'local')
-DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0'
-# tenants with statsd counters of their own, per worker and flush
-DEFAULT_TENANT_METRICS = 1000
-DEFAULT_REDIS_TIMEOUT_MS = 50
 DEFAULT_STORE_RETRY_AFTER = 30
 CACHE_BACKENDS = ('redis', 'memcache', 'local')
 DEFAULT_MIGRATE_RETRY_AFTER = 60
@@ -226,20 +204,22 @@ def redis_url_option(conf, section, option, default):
     try:
         redis_client.parse_url(url)
     except ValueError as err:
-        raise invalid_option(section, option, redacted_url(url),
-                             '%s (%s)' % (redis_client.URL_FORMS, err))
+        raise invalid_option(
+            section, option, redis_client.redacted_url(url),
+            '%s (%s)' % (redis_client.URL_FORMS, err))
     return url
 
 
 class StoreConf(object):
-    """The shared store's options (swift_mass.control.store)."""
+    """The shared store's options (swift_mass.control.stores)."""
 
     def __init__(self, conf, section=SECTION):
         self.kind = choice_option(conf, section, 'store', 'redis', STORES)
         self.redis_url = redis_url_option(conf, section, 'redis_url',
-                                          DEFAULT_REDIS_URL)
+                                          redis_client.DEFAULT_REDIS_URL)
         self.redis_timeout_ms = int_option(
-            conf, section, 'redis_timeout_ms', DEFAULT_REDIS_TIMEOUT_MS, 1)
+            conf, section, 'redis_timeout_ms',
+            redis_client.DEFAULT_REDIS_TIMEOUT_MS, 1)
         self.retry_after = int_option(
             conf, section, 'store_retry_after', DEFAULT_STORE_RETRY_AFTER, 1)
 
@@ -320,7 +300,7 @@ class MassConf(object):
         #: per-tenant statsd counters of a flush for at most this many
         #: tenants, the busiest (0: none)
         self.tenant_metrics = int_option(conf, section, 'tenant_metrics',
-                                         DEFAULT_TENANT_METRICS, 0)
+                                         metrics.DEFAULT_TENANT_METRICS, 0)
         #: the control loop's (swift_mass.control.controller.Settings)
         self.control = _control_settings(conf, section, self.interval)
         if self.control.window < 2 * self.bucket_seconds:
@@ -351,8 +331,8 @@ class QueueConf(object):
 
     ``server_conf``: the object server's own options (``devices``,
     ``mount_check``, ``swift_dir``, ``bind_ip``, ``ring_ip``,
-    ``bind_port``, ``servers_per_port``) as the object server app was
-    given them; by default ``conf``'s.
+    ``bind_port``, ``servers_per_port``, ``recon_cache_path``) as the
+    object server app was given them; by default ``conf``'s.
 
     :raises ConfigError: naming the option and the values allowed.
     """
@@ -425,11 +405,19 @@ class QueueConf(object):
         self.redis_url = None
         if str(conf.get('redis_url', '')).strip():
             self.redis_url = redis_url_option(conf, section, 'redis_url',
-                                              DEFAULT_REDIS_URL)
+                                              redis_client.DEFAULT_REDIS_URL)
         self.generation_ttl = int_option(conf, section, 'generation_ttl',
                                          86400, 1)
         self.bump_wait = int_option(conf, section, 'bump_wait_ms', 40, 1,
                                     10000) / 1000.0
+        # Each worker's queues, written where its server's other workers
+        # read them, so that any worker answers GET /mass_queue for all.
+        self.stats_interval = float_option(conf, section, 'stats_interval',
+                                           5.0, 0.1, 3600.0)
+        # the directory recon and Swift's daemons use, set (if at all)
+        # for the object server, not for this filter
+        self.recon_cache_path = server.get('recon_cache_path',
+                                           DEFAULT_RECON_CACHE_PATH)
 
     def _read_adaptive(self, conf):
         section = self.section

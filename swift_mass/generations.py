@@ -335,9 +335,9 @@ class Generations(object):
         self._heartbeat = self.bump_client.register_script(self._HEARTBEAT)
         self._coverage_script = self.client.register_script(self._COVERAGE)
         self._publish = self.client.register_script(self._PUBLISH)
-        # A breaker of its own, not control.store's: a skipped read has no
-        # store to fall back to (the reader validates by a HEAD), and
-        # bumps have their own rule (dirty).
+        # A breaker of its own, not control.stores.resilient's: a
+        # skipped read has no store to fall back to (the reader validates
+        # by a HEAD), and bumps have their own rule (dirty).
         self.down_until = 0.0
         self.error = None
         # a bump failed: the epoch must change before the next bump

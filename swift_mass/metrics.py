@@ -38,6 +38,10 @@ PROXY_PREFIX = 'swift_mass_'
 QUEUE_PREFIX = 'swift_mass_queue_'
 GROUP_COMMIT_PREFIX = 'swift_mass_group_commit_'
 
+#: tenants with statsd counters of their own, per proxy worker and flush
+#: (``tenant_metrics``)
+DEFAULT_TENANT_METRICS = 1000
+
 
 def labeled_client(conf, logger=None):
     """Swift's labeled statsd client for ``conf``, or None when Swift

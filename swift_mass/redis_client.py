@@ -140,6 +140,10 @@ URL_FORMS = ('a redis://, rediss://, unix://, '
              'redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/SERVICE[/DB] '
              'or redis+cluster://HOST[:PORT][,HOST[:PORT]...] URL')
 
+DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0'
+#: a client's connect and reply timeout (``redis_timeout_ms``)
+DEFAULT_REDIS_TIMEOUT_MS = 50
+
 #: seconds a pool of a Sentinel URL uses the master it found before it asks
 #: the sentinels again (less the pool's socket timeout)
 SENTINEL_CHECK_PERIOD = 1.0
@@ -155,6 +159,23 @@ SENTINEL_RETRY = 0.25
 #: the sentinel and cluster forms (None when absent)
 Target = collections.namedtuple(
     'Target', 'kind addresses service db username password')
+
+
+def redacted_url(url):
+    """The URL without its password, fit for logs and error messages."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = parts.netloc.replace(':' + parts.password + '@', ':***@')
+        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    except ValueError:
+        # one urlsplit refuses (a stray bracket of an IPv6 host): all
+        # that may hold a password goes
+        scheme, sep, rest = url.partition('://')
+        netloc, slash, path = rest.partition('/')
+        userinfo, at, hosts = netloc.rpartition('@')
+        return scheme + sep + '***@' + hosts + slash + path if at else url
 
 
 def _address(text, default_port):

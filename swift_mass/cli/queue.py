@@ -12,10 +12,13 @@ and sums up::
     print(format_report(result))
 
 Slots are per object-server worker: with ``workers = N`` each server has N
-queues per device and ``GET /mass_queue`` is answered by one of them, so
-every figure here is that one worker's (a device it has not served a
-request for yet has no queue in it).  Object servers listen on the storage
-network only: run this where the rings' IPs can be reached.
+queues per device.  ``GET /mass_queue`` is answered by one worker, with
+the reports every worker of the server wrote to its recon cache
+(``workers``); each device's figures here are summed over them (a device
+no worker has served a request for yet has no queue).  A server whose
+``mass_queue`` predates those reports answers with one worker's figures,
+and is shown as such.  Object servers listen on the storage network only:
+run this where the rings' IPs can be reached.
 
 :func:`report` and :func:`format_report` are plain functions over the
 answers; :func:`ring_devices` reads swift.conf and the ring files and
@@ -25,6 +28,7 @@ import http.client
 import json
 import os
 import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from swift.common.ring import RingData
@@ -38,9 +42,20 @@ TOTALS = ('slots_in_use', 'waiting', 'admitted', 'admitted_after_wait',
 # Servers asked at once: an answer is a few kilobytes, most of the time is
 # waiting for servers that are down.
 MAX_THREADS = 32
-WORKER_NOTE = ('figures are per object-server worker: each server\'s are '
-               'those of the worker that answered (with workers = N a '
-               'device admits up to N x its slots)')
+# Summed per device over a server's workers, and key by key in the dicts.
+WORKER_SUMS = ('slots', 'slots_in_use', 'batch_slots', 'batch_slots_in_use',
+               'reserved_slots', 'waiting', 'admitted', 'admitted_after_wait',
+               'refused', 'admitted_past_deadline')
+WORKER_DICT_SUMS = ('waiting_by_priority', 'admitted_by_priority',
+                    'wait_seconds_by_priority')
+# swift_mass.obj.device_queue's modes: a device is isolated (urgent
+# tenants keep their share) when any worker's queue is.
+ISOLATED, SHARED = 'isolated', 'shared'
+WORKER_NOTE = ('figures are per object-server worker, summed over the '
+               'workers of each server that reported; a server marked '
+               '"one worker\'s figures" predates the '
+               'reports and shows the figures of the worker that answered '
+               '(with workers = N a device admits up to N x its slots)')
 
 
 def ring_devices(swift_dir):
@@ -124,16 +139,44 @@ def fetch(servers, timeout=5.0):
         return dict(zip(servers, answers))
 
 
-def report(answers, devices=None):
+def sum_workers(workers):
+    """``{device: stats}`` summed over ``workers`` (``{pid: {devices:
+    {device: stats}}}``): :data:`WORKER_SUMS` added, and the dicts of
+    :data:`WORKER_DICT_SUMS` key by key; ``mode`` isolated if any
+    worker's is."""
+    devices = {}
+    for worker in workers.values():
+        for device, stats in (worker.get('devices') or {}).items():
+            total = devices.setdefault(device, {'mode': SHARED})
+            if stats.get('mode') == ISOLATED:
+                total['mode'] = ISOLATED
+            for key in WORKER_SUMS:
+                if key in stats:
+                    total[key] = total.get(key, 0) + stats[key]
+            for key in WORKER_DICT_SUMS:
+                summed = total.setdefault(key, {})
+                for item, value in (stats.get(key) or {}).items():
+                    # str: as every answer's keys are, through JSON
+                    item = str(item)
+                    summed[item] = summed.get(item, 0) + value
+    return devices
+
+
+def report(answers, devices=None, now=None):
     """The answers of :func:`fetch` as a JSON-serialisable dict.
 
     devices: :func:`ring_devices`, to list the ring devices a server's
-    worker has no queue for yet (it makes one at a device's first request).
+    workers have no queue for yet (one is made at a device's first
+    request).  now: the time (``time.time()``) report ages are measured
+    from.
 
     Returns ``servers`` (one row per server, sorted: ``server``, ``ip``,
-    ``port`` and either ``error`` or the server's settings, ``devices``
-    ``{device: stats}``, ``no_queue_yet``), ``totals`` (:data:`TOTALS`
-    summed over every device, and the number of ``servers``,
+    ``port`` and either ``error`` or the server's settings and ``mode``,
+    ``devices`` ``{device: stats}`` summed over its workers
+    (:func:`sum_workers`), ``workers`` (how many reported; None from a
+    server that predates the reports: its ``devices`` are one worker's),
+    ``oldest_report_age`` (seconds), ``no_queue_yet``), ``totals``
+    (:data:`TOTALS` summed over every device, and the number of ``servers``,
     ``servers_read`` and ``devices``), ``urgent`` (``configured``: tenant
     -> servers with it in ``urgent_tenants``; ``seen``: tenant -> servers
     it arrived at marked urgent by a proxy; ``seen_reported``: servers new
@@ -141,6 +184,7 @@ def report(answers, devices=None):
     ``note`` (:data:`WORKER_NOTE`).
     """
     devices = devices or {}
+    now = time.time() if now is None else now
     rows, errors = [], []
     totals = dict((key, 0) for key in TOTALS)
     totals.update(servers=len(answers), servers_read=0, devices=0)
@@ -155,15 +199,29 @@ def report(answers, devices=None):
             errors.append('%s: %s' % (row['server'], answer))
             continue
         totals['servers_read'] += 1
-        for key in ('slots_per_device', 'batch_slots', 'deadline',
+        for key in ('mode', 'slots_per_device', 'batch_slots', 'deadline',
                     'adaptive_slots', 'urgent_tenants'):
             row[key] = answer.get(key)
         # absent from mass_queue before the proxy could mark tenants
-        row['urgent_seen'] = answer.get('urgent_seen')
-        row['devices'] = answer['devices']
+        row['urgent_seen'] = answer.get('urgent_seen_all',
+                                        answer.get('urgent_seen'))
+        workers = answer.get('workers')
+        if isinstance(workers, dict):
+            workers = dict((pid, worker) for pid, worker in workers.items()
+                           if isinstance(worker, dict))
+        if workers:
+            row['devices'] = sum_workers(workers)
+            row['workers'] = len(workers)
+            times = [w['time'] for w in workers.values()
+                     if isinstance(w.get('time'), (int, float))]
+            row['oldest_report_age'] = \
+                max(0.0, now - min(times)) if times else None
+        else:
+            row['devices'] = answer['devices']
+            row['workers'] = row['oldest_report_age'] = None
         row['no_queue_yet'] = [d for d in devices.get(server, ())
-                               if d not in answer['devices']]
-        for stats in answer['devices'].values():
+                               if d not in row['devices']]
+        for stats in row['devices'].values():
             totals['devices'] += 1
             for key in TOTALS:
                 totals[key] += stats.get(key, 0)
@@ -190,9 +248,25 @@ def _tenants(counts, servers):
                      for tenant in sorted(counts))
 
 
+def _server_summary(row):
+    parts = []
+    if row.get('mode'):
+        parts.append('mode %s' % row['mode'])
+    if row['workers'] is None:
+        parts.append('one worker\'s figures (its mass_queue does not '
+                     'report every worker\'s)')
+    else:
+        parts.append('%d worker%s reported' % (
+            row['workers'], '' if row['workers'] == 1 else 's'))
+        if row['oldest_report_age'] is not None:
+            parts.append('oldest report %.1fs old' % row['oldest_report_age'])
+    return ', '.join(parts)
+
+
 def format_report(result):
     """:func:`report` as text: a line per server and device, a line per
-    server that could not be read, totals, urgent tenants and the note
+    server that could not be read, a line per server with its mode and
+    how many workers its figures sum, totals, urgent tenants and the note
     that slots are per worker."""
     lines = [ROW % ('server', 'device', 'mode', 'slots', 'batch',
                     'reserved', 'waiting', 'admitted', 'waited',
@@ -217,6 +291,7 @@ def format_report(result):
         elif not row['devices']:
             lines.append('%-21s %-10s no request yet' % (row['server'],
                                                          '-'))
+        lines.append('%-21s %s' % (row['server'], _server_summary(row)))
     t = result['totals']
     lines.append(ROW % ('total', '%d devices' % t['devices'], '',
                         t['slots_in_use'], '', '', t['waiting'],
@@ -250,9 +325,10 @@ def add_parsers(subparsers):
         'queue', help='every object server\'s mass_queue: slots, waiters '
         'and counts per device (exit 1 when a server could not be read)',
         description='Asks GET %s of every object server in the '
-        'object rings of swift.conf\'s storage policies.  Figures are per '
-        'object-server worker: each server\'s are those of the worker that '
-        'answered.  Exit status 0 when every server answered, 1 when any '
+        'object rings of swift.conf\'s storage policies.  Figures are '
+        'summed over the object-server workers that reported (a server too '
+        'old to report them shows the worker that answered).  Exit status '
+        '0 when every server answered, 1 when any '
         'could not be read (down, or mass_queue not in its pipeline).'
         % QUEUE_ADMIN_PATH)
     p.add_argument('--swift-dir', default='/etc/swift',

@@ -5,7 +5,7 @@
   it every interval;
 * flush: hand the worker's window counters to the shared store, all of
   them in one call (:meth:`Store.add_counts_many
-  <swift_mass.control.store.Store.add_counts_many>`: a few round trips,
+  <swift_mass.control.stores.base.Store.add_counts_many>`: a few round trips,
   not one per tenant), where all workers' counts add up;
 * refresh: ask the store what changed in the policy table since the state
   this worker holds, and apply it: the entries that changed or, when the
@@ -38,7 +38,6 @@ import sys
 import time
 
 from swift_mass import metrics
-from swift_mass.conf import DEFAULT_TENANT_METRICS
 from swift_mass.control import controller, monitor
 from swift_mass.generations import bumped_tenants
 from swift_mass.tags import OPT_OUT_MARK_HEADER
@@ -114,7 +113,8 @@ class Agent(object):
 
     def __init__(self, store, settings, owner, logger, interval=5.0,
                  bucket_seconds=5, durable=None, clock=time.time,
-                 generations=None, tenant_metrics=DEFAULT_TENANT_METRICS,
+                 generations=None,
+                 tenant_metrics=metrics.DEFAULT_TENANT_METRICS,
                  opt_out=frozenset()):
         self.store = store
         self.settings = settings

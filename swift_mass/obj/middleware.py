@@ -1,10 +1,13 @@
 """The ``mass_queue`` filter of Swift's object servers: the storage-node
 half of Mass, a priority queue per device (:class:`MassQueueMiddleware`).
 """
+import errno
 import functools
 import json
+import os
 import time
 
+import eventlet
 from eventlet.event import Event
 
 from swift.common.constraints import check_drive, check_utf8
@@ -13,7 +16,7 @@ from swift.common.request_helpers import split_and_validate_path
 from swift.common.swob import HTTPException, HTTPServiceUnavailable, \
     Request, str_to_wsgi, wsgi_to_str
 from swift.common.utils import ClosingIterator, config_true_value, \
-    get_logger
+    dump_recon_cache, get_logger, load_recon_cache
 from swift.common.wsgi import WSGIContext, load_app_config
 
 from swift_mass import metrics, tags
@@ -34,6 +37,13 @@ WRITE_METHODS = ('PUT', 'POST', 'DELETE')
 # Operators mark few tenants urgent; the cap keeps a flood of forged
 # backend requests (storage network only) from growing the set.
 MAX_URGENT_SEEN = 1000
+# Under the object server's recon_cache_path, beside Swift's own
+# object.recon: every worker's queues, keyed by its pid.
+RECON_FILE = 'mass_queue.recon'
+# A report this many stats_interval old is from a worker that stopped
+# writing (hung, or of a server since reconfigured); one interval late is
+# a busy hub.
+STALE_INTERVALS = 2
 
 
 class SlotHoldingIterator(ClosingIterator):
@@ -202,8 +212,16 @@ class MassQueueMiddleware(object):
     registered (``swift_mass.generations``).
 
     ``GET /mass_queue`` (a path without a device) answers the state of
-    every device's queue in this worker as JSON, for operators; object
-    servers listen on the storage network only, like recon.
+    every device's queue as JSON, for operators; object servers listen on
+    the storage network only, like recon.  Every worker of the server
+    writes its queues every ``stats_interval`` seconds to
+    ``<recon_cache_path>/mass_queue.recon`` (keyed by its pid, with Swift's
+    ``dump_recon_cache``, as Swift's replicator workers write their stats),
+    from its first request on: the worker that answers writes its own,
+    reads everyone's and answers ``workers`` (``{pid: {time, devices,
+    urgent_seen}}``, the reports of its server's port younger than
+    ``2 x stats_interval`` whose process lives) and ``urgent_seen_all``
+    beside the keys it always answered, which stay its own.
 
     ``mode = observe`` (the default is ``active``): every request is
     admitted at once, whatever its device's slots and its priority (no
@@ -242,9 +260,17 @@ class MassQueueMiddleware(object):
     (:mod:`swift_mass.metrics`; every name is in docs/metrics.md).
     """
 
-    def __init__(self, app, conf, logger=None, clock=time.monotonic):
+    def __init__(self, app, conf, logger=None, clock=time.monotonic,
+                 spawn=eventlet.spawn_n, sleep=eventlet.sleep):
         self.app = app
         self.conf = QueueConf(conf, server_conf=object_server_conf(conf))
+        self.recon_file = os.path.join(self.conf.recon_cache_path,
+                                       RECON_FILE)
+        self.spawn = spawn
+        self.sleep = sleep
+        # the process whose reports run, and the port its requests came to
+        self._reporting_pid = None
+        self.port = None
         self.logger = logger or get_logger(
             conf, log_route='mass_queue', statsd_tail_prefix='mass_queue')
         metrics.attach(self.logger, conf, metrics.QUEUE_PREFIX)
@@ -365,8 +391,97 @@ class MassQueueMiddleware(object):
             queue.release(ticket)
             raise
 
+    # ------------------------------------------------------------ reports
+
+    def _start_reports(self, env):
+        """Write this worker's queues every stats_interval, from this
+        process's first request on."""
+        # Not from __init__: Swift's parent process loads the app only to
+        # check the config and never serves (and with workers = 0 the
+        # serving process loads it twice); a report from an app that serves
+        # nothing would count as a worker.
+        pid = os.getpid()
+        if self._reporting_pid == pid:
+            return
+        self._reporting_pid = pid
+        # The port the server listens on: the servers of one node (under
+        # servers_per_port, its ports; or a replication server) share
+        # recon_cache_path, and the CLI asks each port for its own.
+        self.port = env.get('SERVER_PORT')
+        self.spawn(self._report_forever, pid)
+
+    def _report_forever(self, pid):
+        # A worker forked after this thread began inherits it: the
+        # worker's own app reports under its pid, this one stops.
+        while os.getpid() == pid:
+            self.sleep(self.conf.stats_interval)
+            if os.getpid() != pid:
+                return
+            try:
+                self._report()
+            except Exception:
+                # dump_recon_cache logs its own; this is a stats() bug,
+                # which must not end the reports
+                self.logger.exception('mass_queue: report failed')
+
+    def _state(self):
+        """This worker's report."""
+        return {
+            'time': time.time(),
+            'port': self.port,
+            'devices': dict((device, queue.stats()) for device, queue
+                            in self.queues.items()),
+            'urgent_seen': sorted(self.urgent_seen),
+        }
+
+    def _report(self, state=None):
+        dump_recon_cache({str(os.getpid()): state or self._state()},
+                         self.recon_file, self.logger)
+
+    def _workers(self, own):
+        """``{pid: report}`` of this server's workers: ``own`` (this
+        worker's, whether or not its write got through), and every other
+        report of this port younger than STALE_INTERVALS x stats_interval
+        from a process that lives.  Reports of processes gone are removed
+        from the file."""
+        try:
+            reports = load_recon_cache(self.recon_file)
+        except (OSError, ValueError) as err:
+            self.logger.warning('mass_queue: cannot read %s: %s'
+                                % (self.recon_file, err))
+            reports = {}
+        oldest = own['time'] - STALE_INTERVALS * self.conf.stats_interval
+        workers, gone = {}, []
+        for pid, report in (reports if isinstance(reports, dict)
+                            else {}).items():
+            if not isinstance(report, dict) or not pid.isdigit():
+                continue
+            if not process_lives(int(pid)):
+                gone.append(pid)
+            elif report.get('port') == self.port and \
+                    report.get('time', 0) >= oldest:
+                workers[pid] = report
+        workers[str(os.getpid())] = own
+        if gone:
+            # {} removes a key in dump_recon_cache, as the replicator
+            # clears the stats of devices it no longer has
+            dump_recon_cache(dict((pid, {}) for pid in gone),
+                             self.recon_file, self.logger)
+        return dict((pid, {'time': report.get('time'),
+                           # dump_recon_cache drops an empty dict
+                           'devices': report.get('devices') or {},
+                           'urgent_seen': report.get('urgent_seen') or []})
+                    for pid, report in workers.items())
+
     def _admin(self, env, start_response):
         conf = self.conf
+        self._start_reports(env)
+        own = self._state()
+        self._report(own)
+        workers = self._workers(own)
+        urgent_seen_all = set()
+        for report in workers.values():
+            urgent_seen_all.update(report['urgent_seen'])
         body = json.dumps({
             'mode': conf.mode,
             'slots_per_device': conf.slots_per_device,
@@ -380,6 +495,9 @@ class MassQueueMiddleware(object):
                             in self.queues.items()),
             'observed': dict((device, seen.stats()) for device, seen
                              in self.observed.items()),
+            'stats_interval': conf.stats_interval,
+            'workers': workers,
+            'urgent_seen_all': sorted(urgent_seen_all),
         }, sort_keys=True).encode('utf-8')
         start_response('200 OK', [('Content-Type', 'application/json'),
                                   ('Content-Length', str(len(body)))])
@@ -456,6 +574,7 @@ class MassQueueMiddleware(object):
         if self.generations is not None:
             # once per process: a worker forked after __init__
             self.generations.start(self._local_devices)
+        self._start_reports(env)
         label = self._tag(env, method)
         if method in UNQUEUED_METHODS:
             return self.app(env, start_response)
@@ -494,6 +613,17 @@ class MassQueueMiddleware(object):
             end()
             raise
         return SlotHoldingIterator(app_iter, end)
+
+
+def process_lives(pid):
+    """Whether process ``pid`` exists (the recon file outlives the
+    workers that wrote it)."""
+    try:
+        os.kill(pid, 0)
+    except OSError as err:
+        # EPERM: it exists, run by another user
+        return err.errno != errno.ESRCH
+    return True
 
 
 def object_server_conf(conf):

@@ -19,7 +19,7 @@ from swift_mass import metrics, tags
 from swift_mass.conf import MassConf
 from swift_mass.control import monitor
 from swift_mass.control.agent import Agent
-from swift_mass.control.store import store_from_conf
+from swift_mass.control.stores import store_from_conf
 from swift_mass.proxy import marks, routing
 from swift_mass.proxy.authorization import Authorization
 from swift_mass.proxy.methods import Methods

@@ -25,10 +25,11 @@ from swift.common.memcached import load_memcache
 from swift.common.utils import readconf
 
 from swift_mass.cli.control import Quiet
-from swift_mass.conf import DEFAULT_REDIS_URL, MassConf
-from swift_mass.control.store import store_from_conf
+from swift_mass.conf import MassConf
+from swift_mass.control.stores import store_from_conf
 from swift_mass.generations import ring_devices
-from swift_mass.redis_client import client_from_url, key_prefix
+from swift_mass.redis_client import DEFAULT_REDIS_URL, client_from_url, \
+    key_prefix
 from tests.functional.conftest import PROXY, PROXY_CONF, SAIO, Tenant
 from tests.functional.waiting import until
 

@@ -10,7 +10,7 @@ import uuid
 import redis
 from swift.common.utils import readconf
 
-from swift_mass.control.store import RedisStore
+from swift_mass.control.stores.redis_store import RedisStore
 from swift_mass.generations import object_key
 from tests.functional.conftest import PROXY, PROXY_CONF
 from tests.functional.test_cache import PROXY2, Client, admin, pin, \

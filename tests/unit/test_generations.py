@@ -13,7 +13,7 @@ from redis.crc import key_slot
 from redis.exceptions import RedisClusterException
 
 from swift_mass.conf import QueueConf
-from swift_mass.control.store import RedisStore
+from swift_mass.control.stores.redis_store import RedisStore
 from swift_mass.generations import Generations, object_key, ring_devices
 from swift_mass.proxy.methods.bodies import Entry, RedisBodies
 from swift_mass.redis_client import key_prefix

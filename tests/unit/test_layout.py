@@ -88,3 +88,13 @@ def test_every_module_says_where_it_runs():
     stray = [name for name in modules()
              if name not in shared and not name.startswith(places)]
     assert stray == []
+
+
+def test_the_control_loop_does_not_import_conf():
+    # conf.py builds the control loop's settings from classify and
+    # controller: control/ takes its options as arguments, so that the two
+    # packages do not import each other
+    known = modules()
+    assert [name for name, path in sorted(known.items())
+            if name.startswith('swift_mass.control') and
+            'swift_mass.conf' in imports_of(name, path, known)] == []

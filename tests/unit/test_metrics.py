@@ -12,11 +12,11 @@ from swift.common import statsd_client
 from swift.common.swob import Request
 
 from swift_mass.control import monitor
-from swift_mass.control.store import LocalStore
+from swift_mass.control.stores.local import LocalStore
 from swift_mass.obj import middleware as object_mw
 from swift_mass.proxy import middleware as proxy
 from tests.unit.helpers import Clock, RecordingApp
-from tests.unit.obj.test_middleware import DEVICES, BodyApp, start
+from tests.unit.obj.test_middleware import DEVICES, RECON, BodyApp, start
 
 LABELED_SWIFT = hasattr(statsd_client, 'LabeledStatsdClient')
 needs_labels = pytest.mark.skipif(
@@ -181,7 +181,8 @@ def test_decisions_labeled_by_class(sent):
 
 
 def make_queue(conf, app=None, clock=None):
-    conf = dict({'devices': DEVICES, 'mount_check': 'false'}, **conf)
+    conf = dict({'devices': DEVICES, 'mount_check': 'false',
+                 'recon_cache_path': RECON}, **conf)
     return object_mw.MassQueueMiddleware(app or RecordingApp(), conf,
                                          clock=clock or Clock())
 

@@ -65,7 +65,7 @@ from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
 from swift_mass import metrics, tags
-from swift_mass.control.store import RedisStore
+from swift_mass.control.stores.redis_store import RedisStore
 from swift_mass.generations import Generations, object_key, ring_devices
 from swift_mass.proxy.methods import base
 from swift_mass.proxy.methods.bodies import Entry, MemcacheBodies, \
@@ -137,7 +137,7 @@ def refused_before_authorisation(app, env):
 
 
 def redis_of(store):
-    """The RedisStore in a store chain (swift_mass.control.store), or None."""
+    """The RedisStore in a store chain (swift_mass.control.stores), or None."""
     while store is not None:
         if isinstance(store, RedisStore):
             return store

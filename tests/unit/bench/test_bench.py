@@ -14,7 +14,7 @@ from mass_bench import bench, clients, plots, ratios, report, summary, \
     workloads
 from swift_mass.conf import ConfigError
 from swift_mass.control import classify
-from swift_mass.control.store import RedisStore
+from swift_mass.control.stores.redis_store import RedisStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -328,11 +328,12 @@ def test_tools_bench_runs_outside_the_package_and_apart_from_the_cli(
         cwd=ROOT, stdout=subprocess.PIPE, check=True, text=True)
     # not the command (no swift_mass.cli.main, no subcommand's parser):
     # only the library that weights a ring as swift-mass weights does,
-    # for ring variants
+    # for ring variants, and the loader of the proxies' shared store
     assert json.loads(proc.stdout) == [
         'swift_mass.cli', 'swift_mass.cli.devices', 'swift_mass.cli.lookup',
         'swift_mass.cli.output', 'swift_mass.cli.probe',
-        'swift_mass.cli.rings', 'swift_mass.cli.weights']
+        'swift_mass.cli.rings', 'swift_mass.cli.store',
+        'swift_mass.cli.weights']
 
 
 def test_main_refuses_bad_options_before_touching_the_cluster(capsys):

@@ -11,7 +11,7 @@ from swift.common.storage_policy import StoragePolicy, \
 
 from swift_mass.cli import control, main as cli
 from swift_mass.conf import MassConf
-from swift_mass.control.store import LocalStore
+from swift_mass.control.stores.local import LocalStore
 
 
 def test_store_logger_serves_swifts_memcache_client():

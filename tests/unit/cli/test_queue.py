@@ -134,6 +134,8 @@ def servers(tmp_path):
             os.makedirs(str(root / device))
         mw = object_mw.MassQueueMiddleware(
             RecordingApp(), {'devices': str(root), 'mount_check': 'false',
+                             # never the machine's /var/cache/swift
+                             'recon_cache_path': str(root),
                              'slots_per_device': '4',
                              'batch_slots': '2',
                              'urgent_tenants': 'AUTH_dbdump'},
@@ -319,13 +321,17 @@ def test_format_report():
                                 '1/4', '1/2', '2', '1', '2', '1', '1', '0']
     assert lines[3].split() == ['127.0.0.1:6210', 'ssd1', 'no', 'request',
                                 'yet']
-    assert lines[4].split() == ['127.0.0.2:6220', 'sdb2', 'no', 'request',
+    one_worker = ('one worker\'s figures (its mass_queue does not report '
+                  'every worker\'s)')
+    assert lines[4] == '127.0.0.1:6210        ' + one_worker
+    assert lines[5].split() == ['127.0.0.2:6220', 'sdb2', 'no', 'request',
                                 'yet']
-    assert lines[5] == ('127.0.0.3:6230        NOT READ: HTTP 400 Bad '
+    assert lines[6] == '127.0.0.2:6220        ' + one_worker
+    assert lines[7] == ('127.0.0.3:6230        NOT READ: HTTP 400 Bad '
                         'Request: mass_queue is not in its pipeline')
-    assert lines[6].split() == ['total', '2', 'devices', '2', '2', '4',
+    assert lines[8].split() == ['total', '2', 'devices', '2', '2', '4',
                                 '2', '2', '0']
-    assert lines[7:] == [
+    assert lines[9:] == [
         '',
         '2 of 3 object servers read',
         'urgent tenants configured: AUTH_dbdump (1 of 2 servers)',
@@ -389,3 +395,80 @@ def test_cli(servers, tmp_path, capsys):
                            str(tmp_path / 'none'))
     assert status == 1 and out == ''
     assert 'swift.conf' in err
+
+
+# --- every worker of a server ---------------------------------------------
+
+def as_sent(stats):
+    """Through JSON, as GET /mass_queue sends them (priorities: str)."""
+    return json.loads(json.dumps(stats))
+
+
+def answer_of_workers(now):
+    """A server of two workers: sdb1 busy in both, isolated in one; sdb2
+    in one only."""
+    busy = as_sent(stats_of_a_busy_device())
+    isolated = dict(busy, mode='isolated', reserved_slots=1,
+                    waiting_by_priority={'7': 1, '3': 2})
+    return dict(OLD_ANSWER, mode='observe', urgent_seen=['AUTH_a'],
+                urgent_seen_all=['AUTH_a', 'AUTH_b'],
+                devices={'sdb1': busy},  # the answering worker's own
+                workers={
+                    '101': {'time': now - 1.0, 'urgent_seen': ['AUTH_a'],
+                            'devices': {'sdb1': busy}},
+                    '102': {'time': now - 4.5, 'urgent_seen': ['AUTH_b'],
+                            'devices': {'sdb1': isolated, 'sdb2': busy}}})
+
+
+def test_report_sums_every_worker_of_a_server():
+    now = 1000.0
+    busy = as_sent(stats_of_a_busy_device())
+    result = queue_status.report(
+        {('127.0.0.1', 6210): answer_of_workers(now)}, now=now)
+    [row] = result['servers']
+    assert (row['mode'], row['workers'], row['oldest_report_age']) == \
+        ('observe', 2, 4.5)
+    sdb1, sdb2 = row['devices']['sdb1'], row['devices']['sdb2']
+    assert sdb2 == busy  # one worker's: as it answered
+    assert sdb1['mode'] == 'isolated'
+    for key in ('slots', 'slots_in_use', 'batch_slots',
+                'batch_slots_in_use', 'waiting', 'admitted',
+                'admitted_after_wait', 'refused', 'admitted_past_deadline'):
+        assert sdb1[key] == 2 * busy[key], key
+    assert sdb1['reserved_slots'] == busy['reserved_slots'] + 1
+    assert busy['waiting_by_priority'] == {'7': 1}
+    assert sdb1['waiting_by_priority'] == {'7': 1 + 1, '3': 2}
+    assert sdb1['admitted_by_priority'] == dict(
+        (p, 2 * n) for p, n in busy['admitted_by_priority'].items())
+    assert sdb1['wait_seconds_by_priority'] == dict(
+        (p, 2 * n) for p, n in busy['wait_seconds_by_priority'].items())
+    assert result['totals']['admitted'] == 3 * busy['admitted']
+    assert result['totals']['devices'] == 2
+    # every worker's marks, not the answering one's
+    assert result['urgent']['seen'] == {'AUTH_a': 1, 'AUTH_b': 1}
+    json.dumps(result)
+
+
+def test_format_report_says_how_many_workers_reported():
+    now = 1000.0
+    text = queue_status.format_report(queue_status.report(
+        {('127.0.0.1', 6210): answer_of_workers(now),
+         ('127.0.0.2', 6220): OLD_ANSWER}, now=now))
+    lines = text.splitlines()
+    assert lines[1].split()[:5] == ['127.0.0.1:6210', 'sdb1', 'isolated',
+                                    '2/2', '0/0']
+    assert lines[3] == ('127.0.0.1:6210        mode observe, 2 workers '
+                        'reported, oldest report 4.5s old')
+    assert lines[5] == ('127.0.0.2:6220        one worker\'s figures (its '
+                        'mass_queue does not report every worker\'s)')
+
+
+def test_a_real_mass_queue_reports_its_workers(servers, tmp_path):
+    mass_queue, _ = servers
+    _, real = mass_queue(['sdb1'])
+    get(real, '/sdb1/0/AUTH_test/c/o')
+    result = queue_status.report(queue_status.fetch([real], timeout=5))
+    [row] = result['servers']
+    assert (row['mode'], row['workers']) == ('active', 1)
+    assert 0 <= row['oldest_report_age'] < 60
+    assert row['devices']['sdb1']['admitted'] == 1

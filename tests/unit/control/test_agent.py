@@ -2,7 +2,8 @@ import pytest
 
 from swift_mass.control import agent as agent_mod
 from swift_mass.control import controller, monitor
-from swift_mass.control.store import LocalStore, ResilientStore
+from swift_mass.control.stores.local import LocalStore
+from swift_mass.control.stores.resilient import ResilientStore
 from tests.unit.helpers import Clock
 
 SETTINGS = controller.DEFAULT_SETTINGS._replace(
@@ -335,7 +336,7 @@ def test_a_flush_is_one_call_to_the_store():
 
 def test_a_flush_to_redis_is_a_round_trip_per_few_thousand_tenants(
         prefix, monkeypatch):
-    from swift_mass.control.store import RedisStore
+    from swift_mass.control.stores.redis_store import RedisStore
     from tests.unit.helpers import REDIS_URL
     store = RedisStore(REDIS_URL, prefix=prefix)
     agent, clock, _ = make(store)
@@ -542,7 +543,7 @@ def test_per_tenant_metrics_for_the_busiest_only():
 
 
 def test_a_loaded_table_shares_its_few_kinds_of_values(prefix):
-    from swift_mass.control.store import RedisStore
+    from swift_mass.control.stores.redis_store import RedisStore
     from tests.unit.helpers import REDIS_URL
     store = RedisStore(REDIS_URL, prefix=prefix)
     table = {'AUTH_%d' % i: {'class': 'read', 'ring': 'fast',

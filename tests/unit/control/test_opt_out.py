@@ -3,7 +3,7 @@ by an entry that says it is opted out (which no worker takes for a
 policy), learnt from opt_out_accounts or from the tenant's requests, and
 decided on afresh once it opts back in."""
 from swift_mass.control import controller, monitor
-from swift_mass.control.store import LocalStore
+from swift_mass.control.stores.local import LocalStore
 from swift_mass.generations import bumped_tenants
 from tests.unit.control.test_agent import Durable, load, make
 from tests.unit.helpers import Clock

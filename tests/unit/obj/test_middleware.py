@@ -1,6 +1,8 @@
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import time
 from urllib.parse import quote
@@ -12,7 +14,7 @@ import pytest
 
 from swift.common import registry
 from swift.common.swob import Request
-from swift.common.utils import Timestamp
+from swift.common.utils import Timestamp, load_recon_cache
 from swift.common.wsgi import loadapp
 
 from swift_mass.obj import device_queue
@@ -37,6 +39,9 @@ class CountingLogger(object):
     def warning(self, line):
         self.lines.append(('warning', line))
 
+    def exception(self, line):
+        self.lines.append(('exception', line))
+
     def increment(self, metric):
         self.counts[metric] = self.counts.get(metric, 0) + 1
 
@@ -54,16 +59,28 @@ for _device in ('sdb1', 'sdb2'):
     os.mkdir(os.path.join(DEVICES, _device))
 # not a directory: not a device
 open(os.path.join(DEVICES, 'sdb3'), 'w').close()
+# never the machine's /var/cache/swift, where its object servers write
+RECON = tempfile.mkdtemp(prefix='mass-queue-recon-')
+
+
+class Spawned(list):
+    """Records what the filter spawned, running none of it."""
+
+    def __call__(self, func, *args):
+        self.append((func, args))
 
 
 def make(conf=None, app=None, clock=None):
     """The filter on DEVICES, directories that are not mount points (as on
-    a SAIO: mount_check = false), unless `conf` says otherwise."""
+    a SAIO: mount_check = false), unless `conf` says otherwise; its
+    reports go to RECON, and its green threads to ``mw.spawn``."""
     app = app or RecordingApp()
     logger = CountingLogger()
-    conf = dict({'devices': DEVICES, 'mount_check': 'false'}, **(conf or {}))
+    conf = dict({'devices': DEVICES, 'mount_check': 'false',
+                 'recon_cache_path': RECON}, **(conf or {}))
     mw = object_mw.MassQueueMiddleware(app, conf, logger=logger,
                                        clock=clock or Clock())
+    mw.spawn = Spawned()
     return mw, app, logger
 
 
@@ -123,6 +140,7 @@ def test_the_tenant_is_the_paths_not_a_tag(headers):
     ('urgent_idle_seconds', '-2'), ('batch_slots', '-1'),
     ('adaptive_slots', 'ture'), ('redis_url', 'http://127.0.0.1:6379'),
     ('bump_wait_ms', '0'), ('generation_ttl', 'day'),
+    ('stats_interval', '0'), ('stats_interval', 'often'),
 ])
 def test_bad_options_stop_startup(option, value):
     with pytest.raises(ConfigError) as err:
@@ -520,8 +538,10 @@ def test_with_mount_check_only_mounted_devices_get_a_queue():
 def test_mount_check_is_on_by_default():
     # as in the object server: DEVICES are directories, not mount points
     mw = object_mw.MassQueueMiddleware(
-        BodyApp(), {'devices': DEVICES, 'slots_per_device': '1'},
+        BodyApp(), {'devices': DEVICES, 'slots_per_device': '1',
+                    'recon_cache_path': RECON},
         logger=CountingLogger(), clock=Clock())
+    mw.spawn = Spawned()
     start(mw)[1].close()
     assert mw.queues == {}
     with mounted('sdb1'):
@@ -703,7 +723,8 @@ def test_every_option_is_documented_in_the_sample():
     # the object server's own options
     assert conf.read - documented == {'devices', 'mount_check', 'swift_dir',
                                       'bind_ip', 'ring_ip', 'bind_port',
-                                      'servers_per_port'}
+                                      'servers_per_port', 'recon_cache_path'}
+    assert 'stats_interval' in conf.read
 
 
 # -- generations: every write bumps, whoever sent it -------------------------
@@ -730,12 +751,14 @@ OBJECT_KEY = object_key('AUTH_t', 'c', 'o')
 def bumping(status=201, **conf):
     devices = tempfile.mkdtemp()
     os.mkdir(os.path.join(devices, 'sdb1'))
-    conf.update(devices=devices, mount_check='false', redis_url=REDIS_URL)
+    conf.update(devices=devices, mount_check='false', redis_url=REDIS_URL,
+                recon_cache_path=RECON)
     # a proxy's generations, trusting the tenant's
     gens = trusting(Generations(REDIS_URL, Logger()), ('AUTH_t',))
     server = ObjectServer(gens, status)
     mw = object_mw.MassQueueMiddleware(server, conf, logger=CountingLogger())
     mw.generations.start = lambda names=None: None  # no heartbeat thread
+    mw.spawn = Spawned()
     return mw, server, gens
 
 
@@ -802,9 +825,11 @@ def test_without_redis_a_write_waits_at_most_bump_wait():
     server = RecordingApp()
     mw = object_mw.MassQueueMiddleware(server, {
         'devices': devices, 'mount_check': 'false',
-        'redis_url': 'redis://127.0.0.1:1/0', 'bump_wait_ms': '30'},
+        'redis_url': 'redis://127.0.0.1:1/0', 'bump_wait_ms': '30',
+        'recon_cache_path': RECON},
         logger=CountingLogger())
     mw.generations.start = lambda names=None: None
+    mw.spawn = Spawned()
     repairs = []
     mw.generations.spawn = repairs.append
     started = time.monotonic()
@@ -902,10 +927,12 @@ def test_the_filter_learns_the_object_servers_own_options(
     (devices / 'sdc1').mkdir()
     mw = loadapp(object_server_conf(
         tmp_path, swift_dir, devices,
-        'mount_check = false\nservers_per_port = 1'))
+        'mount_check = false\nservers_per_port = 1\n'
+        'recon_cache_path = %s' % tmp_path))
     assert isinstance(mw, object_mw.MassQueueMiddleware)
     assert (mw.conf.devices, mw.conf.mount_check, mw.conf.ring_port) == (
         str(devices), False, None)
+    assert mw.recon_file == str(tmp_path / 'mass_queue.recon')
     assert mw._local_devices() == {'127.0.0.1:6210/sdb1',
                                    '127.0.0.1:6216/sdc1'}
 
@@ -982,3 +1009,131 @@ def test_observe_mode_still_bumps_every_write():
 def test_the_queues_mode_is_in_info():
     make({'mode': 'observe'})
     assert registry.get_swift_info()['mass_queue']['mode'] == 'observe'
+
+
+# -- every worker's queues, through the recon cache -------------------------
+
+def recon_of(tmp_path, conf=None):
+    """A filter whose recon_cache_path is tmp_path (the object server's
+    option, as the object server app was given it)."""
+    return make(dict({'slots_per_device': '2',
+                      'recon_cache_path': str(tmp_path)}, **(conf or {})))
+
+
+def recon_file(tmp_path):
+    return str(tmp_path / 'mass_queue.recon')
+
+
+def test_stats_interval_and_recon_cache_path():
+    conf = QueueConf({})
+    assert conf.stats_interval == 5.0
+    assert conf.recon_cache_path == '/var/cache/swift'
+    conf = QueueConf({'stats_interval': '0.5', 'recon_cache_path': '/x'},
+                     server_conf={'recon_cache_path': '/var/cache/swift2'})
+    assert conf.stats_interval == 0.5
+    # the object server's, not the filter's
+    assert conf.recon_cache_path == '/var/cache/swift2'
+    with pytest.raises(ConfigError) as err:
+        QueueConf({'stats_interval': '-1'})
+    assert str(err.value) == (
+        "[filter:mass_queue] stats_interval = '-1' is not valid; allowed: "
+        "a number from 0.1 to 3600")
+
+
+def test_a_worker_reports_its_queues_every_stats_interval(tmp_path):
+    mw, _, _ = recon_of(tmp_path, {'stats_interval': '7'})
+    assert mw.spawn == []  # not in a process that serves nothing
+    call(mw)
+    call(mw)
+    [(report_forever, args)] = mw.spawn  # once per process
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        if len(slept) == 3:
+            raise eventlet.greenlet.GreenletExit()
+    mw.sleep = sleep
+    with pytest.raises(eventlet.greenlet.GreenletExit):
+        report_forever(*args)
+    assert slept == [7.0, 7.0, 7.0]
+    report = load_recon_cache(recon_file(tmp_path))[str(os.getpid())]
+    assert report['devices']['sdb1']['admitted'] == 2
+    assert report['urgent_seen'] == []
+    assert report['port'] == '80'
+    assert abs(report['time'] - time.time()) < 60
+
+
+def test_a_forked_worker_stops_the_reports_it_inherited(tmp_path):
+    mw, _, _ = recon_of(tmp_path)
+    call(mw)
+    [(report_forever, args)] = mw.spawn
+    mw.sleep = lambda seconds: None
+    with mock.patch('os.getpid', return_value=os.getpid() + 1):
+        report_forever(*args)  # returns at once
+    assert not os.path.exists(recon_file(tmp_path))
+
+
+def dead_pid():
+    child = subprocess.Popen([sys.executable, '-c', 'pass'])
+    child.wait()
+    return child.pid
+
+
+def test_admin_answers_every_worker_of_its_server(tmp_path):
+    mw, _, _ = recon_of(tmp_path, {'stats_interval': '5'})
+    call(mw, headers={'X-Backend-Mass-Urgent': 'true'},
+         path='/sdb1/1/AUTH_mine/c/o')
+    now = time.time()
+    other = {'time': now - 9, 'port': '80', 'urgent_seen': ['AUTH_u'],
+             'devices': {'sdb2': {'admitted': 3}}}
+    # processes that live, unlike the dead one, and are not this one
+    sleeper = subprocess.Popen([sys.executable, '-c',
+                                'import time; time.sleep(60)'])
+    alive, also_alive, elsewhere = \
+        str(os.getppid()), '1', str(sleeper.pid)
+    gone = str(dead_pid())
+    with open(recon_file(tmp_path), 'w') as handle:
+        json.dump({alive: other,
+                   also_alive: dict(other, time=now - 11),  # > 2 x 5 s
+                   gone: other,
+                   elsewhere: dict(other, port='6299')}, handle)
+    try:
+        state = json.loads(call(mw, path='/mass_queue').body)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    me = str(os.getpid())
+    assert sorted(state['workers']) == sorted([me, alive])
+    assert state['workers'][alive] == {
+        'time': now - 9, 'urgent_seen': ['AUTH_u'],
+        'devices': {'sdb2': {'admitted': 3}}}
+    mine = state['workers'][me]
+    assert mine['devices']['sdb1']['admitted'] == 1
+    assert mine['urgent_seen'] == ['AUTH_mine']
+    assert set(mine) == {'time', 'devices', 'urgent_seen'}
+    assert state['urgent_seen_all'] == ['AUTH_mine', 'AUTH_u']
+    assert state['stats_interval'] == 5.0
+    # today's keys stay this worker's, for older clients
+    assert state['urgent_seen'] == ['AUTH_mine']
+    assert list(state['devices']) == ['sdb1']
+    # written first, and what is gone removed; another port's kept
+    reports = load_recon_cache(recon_file(tmp_path))
+    assert sorted(reports) == sorted([me, alive, also_alive, elsewhere])
+    assert reports[me]['devices']['sdb1']['admitted'] == 1
+
+
+def test_admin_answers_its_own_state_when_the_recon_cache_fails(tmp_path):
+    mw, _, logger = recon_of(tmp_path / 'missing')
+    call(mw)
+    state = json.loads(call(mw, path='/mass_queue').body)
+    assert list(state['workers']) == [str(os.getpid())]
+    assert state['workers'][str(os.getpid())]['devices']['sdb1'][
+        'admitted'] == 1
+    assert [line for level, line in logger.lines
+            if level == 'exception'][0].startswith(
+                'Exception dumping recon cache')
+
+
+def test_process_lives():
+    assert object_mw.process_lives(os.getpid())
+    assert not object_mw.process_lives(dead_pid())

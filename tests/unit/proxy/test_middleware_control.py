@@ -12,7 +12,7 @@ from swift.common.utils import close_if_possible
 from swift_mass import conf as config
 from swift_mass.conf import ConfigError
 from swift_mass.proxy import middleware as proxy
-from swift_mass.control.store import LocalStore
+from swift_mass.control.stores.local import LocalStore
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from swift.proxy.controllers.base import get_cache_key, \
 
 from swift_mass import conf as config
 from swift_mass.proxy import middleware as proxy
-from swift_mass.control.store import LocalStore
+from swift_mass.control.stores.local import LocalStore
 from tests.unit.helpers import MEMCACHE_SERVER, Logger
 
 POLICY_INDEX = {'standard': 0, 'fast': 1, 'bulk': 2}

@@ -10,7 +10,7 @@ from swift.common import registry
 from swift.common.swob import Request, Response
 
 from swift_mass import tags
-from swift_mass.control.store import LocalStore
+from swift_mass.control.stores.local import LocalStore
 from swift_mass.proxy import middleware as proxy
 from tests.unit.helpers import Logger
 from tests.unit.proxy import test_marks, test_middleware_routing as routing

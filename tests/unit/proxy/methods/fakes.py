@@ -9,7 +9,7 @@ from swift.common.swob import HTTPForbidden, Request, Response
 from swift.common.utils import Timestamp, md5
 
 from swift_mass.conf import MassConf  # noqa: F401 (for the tests)
-from swift_mass.control.store import RedisStore
+from swift_mass.control.stores.redis_store import RedisStore
 from swift_mass.generations import Generations, object_key
 from swift_mass.proxy import middleware as proxy
 from swift_mass.proxy.methods import base

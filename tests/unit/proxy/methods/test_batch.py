@@ -6,7 +6,7 @@ import pytest
 from swift.common.swob import Request
 
 from swift_mass import tags
-from swift_mass.control.store import LocalStore
+from swift_mass.control.stores.local import LocalStore
 from swift_mass.proxy.methods import Methods
 from swift_mass.proxy.methods.batch import BatchMethod
 from tests.unit.helpers import Logger, RecordingApp

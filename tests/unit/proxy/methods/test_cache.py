@@ -16,7 +16,7 @@ from swift.common.utils import Timestamp, md5
 from swift_mass.proxy.methods import cache
 from swift_mass.proxy.methods.bodies import Entry, LocalBodies
 from swift_mass.generations import object_key
-from swift_mass.control.store import LocalStore
+from swift_mass.control.stores.local import LocalStore
 from tests.unit.proxy.methods.fakes import BODY, DEVICE, \
     DOWN_CLUSTER_URL, DOWN_REDIS_URL, PATH, MassConf, Swift, authorize_as, \
     call, make, put

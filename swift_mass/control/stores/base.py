@@ -1,0 +1,156 @@
+"""What every shared store offers, and what the stores share: how a
+tenant's name goes into a key, an entry's JSON, an error's description, a
+flush's items by bucket."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+
+
+# what urllib.parse.quote(name, safe='') leaves as it is
+_UNRESERVED = re.compile(r'[A-Za-z0-9_.~-]*\Z').match
+
+
+def quote(name):
+    # Tenant names are arbitrary (':' and '/' are our key separators, and
+    # WSGI strings carry non-ASCII), so they go into keys quoted.
+    if _UNRESERVED(name):
+        return name  # as urllib's quote() would, without its cost per tenant
+    return urllib.parse.quote(name, safe='')
+
+
+def unquote(quoted):
+    return urllib.parse.unquote(quoted) if '%' in quoted else quoted
+
+
+# an entry's JSON (keys sorted: equal entries, equal text); one encoder,
+# not one per call as json.dumps(sort_keys=True) makes
+encode = json.JSONEncoder(sort_keys=True).encode
+
+
+def describe(err):
+    return '%s: %s' % (type(err).__name__, err)
+
+
+class Store(object):
+    """What every store offers (see the module docstring for the model).
+
+    Counters are ``{tenant: {bucket: {field: value}}}``, buckets are ints
+    (epoch seconds of the bucket's start), fields are names such as
+    ``ops.GET`` (no whitespace).  Tables, policies and pins are JSON-able
+    dicts; what is read back is a fresh copy.  A table's state is a pair
+    ``(id, version)``; ``(None, 0)`` is that of a store that holds no
+    table.  Every method does a bounded number of round trips to its
+    backend: a few, or one per few thousand tenants for the methods that
+    take or return many.
+    """
+    name = 'base'
+
+    def add_counts(self, tenant: str, bucket: int, counts: dict[str, int],
+                   ttl: int) -> None:
+        """Add ``counts`` (field -> delta) to the tenant's counters of
+        ``bucket``; the bucket expires ``ttl`` seconds later."""
+        self.add_counts_many([(tenant, bucket, counts)], ttl)
+
+    def add_counts_many(self, items, ttl: int) -> None:
+        """:meth:`add_counts` of every ``(tenant, bucket, counts)`` of
+        ``items`` (a flush): in a few round trips, not one per tenant.
+        When the backend fails part way, the exception raised has
+        ``unwritten``: the items that may not have been added (those of
+        the round trip that failed included: they may then count twice,
+        where the alternative is to lose them)."""
+        raise NotImplementedError
+
+    def read_counts(self, since_bucket: int, fields=None
+                    ) -> dict[str, dict[int, dict[str, int]]]:
+        """Every tenant's live buckets from ``since_bucket`` on; with
+        ``fields`` (a tuple of name prefixes) only the fields named so,
+        and only the tenants with some."""
+        raise NotImplementedError
+
+    def get_table(self) -> tuple[int, dict[str, dict]]:
+        """``(version, table)``; ``(0, {})`` if no table was ever put."""
+        raise NotImplementedError
+
+    def put_table(self, table: dict[str, dict]) -> int:
+        """Replace the table, whole, and return its new version (a new
+        lineage: every worker loads the whole table again)."""
+        raise NotImplementedError
+
+    def table_version(self) -> int:
+        """Only the version (0 if none)."""
+        raise NotImplementedError
+
+    def table_changes(self, since):
+        """What changed since the state ``since`` (``(id, version)``, as
+        this method or :meth:`update_table` returned it, or None): None
+        when nothing did, else ``(state, entries, whole)``: ``whole``
+        True, ``entries`` is the whole table; False, only the tenants
+        whose entry changed since, each with its entry or None (it has
+        none any more)."""
+        raise NotImplementedError
+
+    def update_table(self, since, table: dict[str, dict],
+                     changed) -> tuple | None:
+        """The leader's write: ``table`` is the table as it wants it,
+        ``changed`` the tenants whose entries differ from those of the
+        state ``since`` it started from; only theirs are written (the
+        whole table only when the store turns out not to hold the rest:
+        it lost it).  The new state when the store now holds exactly
+        ``table``; None when it does not (another writer's changes came
+        in between: :meth:`table_changes` from ``since`` brings them)."""
+        raise NotImplementedError
+
+    def acquire_lease(self, owner: str, ttl_ms: int) -> bool:
+        """Take the leader lease if it is free, or extend it for ``ttl_ms``
+        if ``owner`` holds it already; whether ``owner`` holds it now."""
+        raise NotImplementedError
+
+    def release_lease(self, owner: str) -> None:
+        """Free the lease if, and only if, ``owner`` holds it."""
+        raise NotImplementedError
+
+    def lease_holder(self) -> str | None:
+        raise NotImplementedError
+
+    def set_pin(self, tenant: str, pin: dict) -> None:
+        raise NotImplementedError
+
+    def delete_pin(self, tenant: str) -> None:
+        raise NotImplementedError
+
+    def get_pins(self) -> dict[str, dict]:
+        raise NotImplementedError
+
+    def health(self) -> dict:
+        """``{'store': name, 'ok': bool, 'error': str or None, ...}``;
+        never raises."""
+        raise NotImplementedError
+
+    def in_use(self) -> str:
+        """The name of the store that serves calls right now."""
+        return self.name
+
+    def holds_pins(self) -> bool:
+        """Whether :meth:`get_pins` answers the operator's pins: the store
+        ``swift-mass pin`` keeps them in serves calls right now."""
+        return True
+
+
+def by_bucket(items):
+    """``{bucket: {tenant: counts}}`` of a flush's items, empty counts
+    left out (a tenant twice in a bucket: its counts added up)."""
+    buckets = {}
+    for tenant, bucket, counts in items:
+        if not counts:
+            continue
+        tenants = buckets.setdefault(int(bucket), {})
+        if tenant in tenants:
+            total = dict(tenants[tenant])
+            for field, delta in counts.items():
+                total[field] = total.get(field, 0) + delta
+            counts = total
+        tenants[tenant] = counts
+    return buckets

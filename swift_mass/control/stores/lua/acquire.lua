@@ -1,0 +1,15 @@
+-- The leader lease: taken if free (SET NX PX), or extended if ARGV[1]
+-- holds it already; one script, so no other proxy can take it between
+-- the check and the write.
+-- KEYS[1] the lease; ARGV[1] the owner, ARGV[2] its expiry (ms).
+-- 1 if ARGV[1] holds it now, else 0.
+local holder = redis.call('GET', KEYS[1])
+if not holder then
+    redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+    return 1
+end
+if holder == ARGV[1] then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    return 1
+end
+return 0

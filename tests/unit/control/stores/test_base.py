@@ -1,0 +1,226 @@
+"""What every store offers, each store held to it."""
+import time
+
+import pytest
+
+from swift_mass.control.stores.local import LocalStore
+from swift_mass.control.stores.memcache_store import MemcacheStore
+from swift_mass.control.stores.redis_store import RedisStore
+from tests.unit.control.stores.helpers import B0, B1, B2, ODD_TENANTS
+from tests.unit.helpers import REDIS_URL, Clock
+
+
+class Harness(object):
+    """Stores of one kind, and time that passes for them."""
+
+    def __init__(self, kind, new_store, clock=None):
+        self.kind = kind
+        self._new_store = new_store
+        self.clock = clock  # only LocalStore's time can be moved
+
+    def store(self, like=None):
+        """A store with a namespace of its own or, given ``like``, another
+        client of like's state (what another proxy would see)."""
+        return self._new_store(like)
+
+    def eventually(self, check, seconds):
+        """Whether ``check()`` holds once ``seconds`` have passed."""
+        if self.clock is not None:
+            self.clock.now += seconds + 0.001
+            return check()
+        # memcached's clock ticks in whole seconds: allow one more
+        deadline = time.monotonic() + seconds + 1.5
+        while not check() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return check()
+
+
+@pytest.fixture(params=['redis', 'memcache', 'local'])
+def harness(request):
+    if request.param == 'redis':
+        new_prefix = request.getfixturevalue('redis_prefixes')
+        return Harness('redis', lambda like: RedisStore(
+            REDIS_URL, prefix=like.prefix if like else new_prefix()))
+    if request.param == 'memcache':
+        ring = request.getfixturevalue('memcache')
+        new_prefix = request.getfixturevalue('memcache_prefixes')
+        return Harness('memcache', lambda like: MemcacheStore(
+            ring, prefix=like.prefix if like else new_prefix()))
+    clock = Clock()
+    return Harness('local', lambda like: like or LocalStore(clock), clock)
+
+
+def test_an_empty_store(harness):
+    store = harness.store()
+    assert store.read_counts(0) == {}
+    assert store.get_table() == (0, {})
+    assert store.table_version() == 0
+    assert store.lease_holder() is None
+    assert store.get_pins() == {}
+    health = store.health()
+    assert health['store'] == harness.kind
+    assert health['ok'] is True
+    assert health['error'] is None
+
+
+def test_counts_add_up_across_workers_buckets_and_tenants(harness):
+    store = harness.store()
+    other_worker = harness.store(like=store)
+    for tenant in ODD_TENANTS:
+        store.add_counts(tenant, B0, {'ops.GET': 1, 'bytes_out': 100}, 60)
+        other_worker.add_counts(tenant, B0, {'ops.GET': 2}, 60)
+        other_worker.add_counts(tenant, B1, {'ops.PUT': 1}, 60)
+    store.add_counts('AUTH_a:b', B2, {'ops.HEAD': 5, 'lat.HEAD.inf': 1}, 60)
+    store.add_counts('AUTH_nothing', B2, {}, 60)
+
+    counts = store.read_counts(B0)
+    assert sorted(counts) == sorted(ODD_TENANTS)
+    for tenant in ODD_TENANTS:
+        assert counts[tenant][B0] == {'ops.GET': 3, 'bytes_out': 100}
+        assert counts[tenant][B1] == {'ops.PUT': 1}
+    assert counts['AUTH_a:b'][B2] == {'ops.HEAD': 5, 'lat.HEAD.inf': 1}
+    assert other_worker.read_counts(B0) == counts
+
+    later = store.read_counts(B1)
+    assert {tenant: sorted(buckets) for tenant, buckets in later.items()} \
+        == dict({t: [B1] for t in ODD_TENANTS}, **{'AUTH_a:b': [B1, B2]})
+    assert store.read_counts(B2 + 1) == {}
+
+
+def test_counters_and_lease_expire(harness):
+    store = harness.store()
+    renewed = harness.store()
+    # taken before `store`'s lease, so would expire first if not renewed
+    assert renewed.acquire_lease('proxy-1', 1000)
+    assert renewed.acquire_lease('proxy-1', 60000)
+    store.add_counts('AUTH_a', B0, {'ops.GET': 1}, ttl=1)
+    assert store.acquire_lease('proxy-1', 1000)
+    assert store.read_counts(B0) == {'AUTH_a': {B0: {'ops.GET': 1}}}
+    assert store.lease_holder() == 'proxy-1'
+
+    assert harness.eventually(
+        lambda: (store.read_counts(B0), store.lease_holder()) == ({}, None),
+        seconds=1)
+    assert renewed.lease_holder() == 'proxy-1'
+    # an expired lease is free for anyone
+    assert store.acquire_lease('proxy-2', 1000)
+
+
+def test_table_versions(harness):
+    store = harness.store()
+    proxy = harness.store(like=store)
+    table = {'AUTH_\xc3\xa9': {'class': 'read', 'ring': 'gold',
+                               'method': 'cache'}}
+    assert store.put_table(table) == 1
+    table['AUTH_\xc3\xa9']['method'] = 'none'  # the store keeps a copy
+    assert proxy.table_version() == 1
+    assert proxy.get_table() == (1, {'AUTH_\xc3\xa9': {
+        'class': 'read', 'ring': 'gold', 'method': 'cache'}})
+    assert store.put_table({}) == 2
+    assert proxy.table_version() == 2
+    assert proxy.get_table() == (2, {})
+
+
+def test_lease_has_one_holder(harness):
+    store = harness.store()
+    other_proxy = harness.store(like=store)
+    assert store.acquire_lease('proxy-1', 10000)
+    assert not other_proxy.acquire_lease('proxy-2', 10000)
+    assert other_proxy.lease_holder() == 'proxy-1'
+    assert store.acquire_lease('proxy-1', 10000)  # renewal
+    other_proxy.release_lease('proxy-2')  # not the holder: ignored
+    assert other_proxy.lease_holder() == 'proxy-1'
+    assert not other_proxy.acquire_lease('proxy-2', 10000)
+    store.release_lease('proxy-1')
+    assert store.lease_holder() is None
+    assert other_proxy.acquire_lease('proxy-2', 10000)
+    assert store.lease_holder() == 'proxy-2'
+
+
+def test_pins(harness):
+    store = harness.store()
+    operator = harness.store(like=store)
+    pin = {'class': 'write', 'ring': 'silver', 'method': 'batch'}
+    operator.set_pin('AUTH_a:b', pin)
+    operator.set_pin('AUTH_\xc3\xa9', {'class': 'read'})
+    assert store.get_pins() == {'AUTH_a:b': pin,
+                                'AUTH_\xc3\xa9': {'class': 'read'}}
+    operator.set_pin('AUTH_a:b', {'class': 'mixed'})
+    operator.delete_pin('AUTH_\xc3\xa9')
+    operator.delete_pin('AUTH_never_pinned')
+    assert store.get_pins() == {'AUTH_a:b': {'class': 'mixed'}}
+
+
+def test_a_flush_in_one_call(harness):
+    store = harness.store()
+    items = [(tenant, bucket, {'ops.GET': 1, 'lat_ms.GET': 7})
+             for tenant in ODD_TENANTS for bucket in (B0, B1)]
+    items += [('AUTH_a:b', B0, {'ops.GET': 2, 'ops.PUT': 1}),  # again
+              ('AUTH_idle', B0, {})]
+    assert store.add_counts_many(iter(items), 60) is None
+    store.add_counts_many([], 60)
+    counts = store.read_counts(B0)
+    assert sorted(counts) == sorted(ODD_TENANTS)
+    assert counts['AUTH_a:b'] == {
+        B0: {'ops.GET': 3, 'lat_ms.GET': 7, 'ops.PUT': 1},
+        B1: {'ops.GET': 1, 'lat_ms.GET': 7}}
+    assert counts['AUTH_test'][B1] == {'ops.GET': 1, 'lat_ms.GET': 7}
+
+
+def test_read_counts_of_some_fields(harness):
+    store = harness.store()
+    store.add_counts_many([
+        ('AUTH_a:b', B0, {'ops.GET': 2, 'lat_ms.GET': 9, 'bytes_out': 5,
+                          'lat.GET.10': 2}),
+        ('AUTH_a:b', B1, {'ops.PUT': 1, 'size.4096': 1}),
+        ('AUTH_bytes', B0, {'bytes_in': 3})], 60)
+    assert store.read_counts(B0, ('ops.', 'lat_ms.')) == {
+        'AUTH_a:b': {B0: {'ops.GET': 2, 'lat_ms.GET': 9},
+                     B1: {'ops.PUT': 1}}}
+    assert store.read_counts(B0, ('bytes_',)) == {
+        'AUTH_a:b': {B0: {'bytes_out': 5}},
+        'AUTH_bytes': {B0: {'bytes_in': 3}}}
+
+
+def test_table_changes_and_updates(harness):
+    leader = harness.store()
+    worker = harness.store(like=leader)
+    assert worker.table_changes(None) is None  # no table yet
+    assert worker.table_changes((None, 0)) is None
+    table = {tenant: {'class': 'read', 'method': 'cache'}
+             for tenant in ODD_TENANTS}
+    state = leader.update_table(None, table, list(table))
+    assert state is not None and state[1] == 1
+    # a worker with no table, or another store's, loads it whole
+    for since in (None, (None, 0), ('another store', 1)):
+        assert worker.table_changes(since) == (state, table, True)
+    assert worker.table_changes(state) is None
+
+    table['AUTH_a:b'] = {'class': 'write', 'method': 'batch'}
+    del table['AUTH_test']
+    later = leader.update_table(state, table, ['AUTH_a:b', 'AUTH_test'])
+    assert later == (state[0], 2)
+    assert leader.table_version() == 2
+    assert worker.get_table() == (2, table)
+    changes = worker.table_changes(state)
+    if harness.kind == 'memcache':
+        # a whole table at each change (memcache keeps no change log)
+        assert changes == (later, table, True)
+    else:
+        assert changes == (later, {
+            'AUTH_a:b': {'class': 'write', 'method': 'batch'},
+            'AUTH_test': None}, False)
+    assert worker.table_changes(later) is None
+
+
+def test_put_table_starts_a_lineage(harness):
+    store = harness.store()
+    worker = harness.store(like=store)
+    state = store.update_table(None, {'AUTH_a': {}}, ['AUTH_a'])
+    assert store.put_table({'AUTH_b': {'method': 'none'}}) == 2
+    state2, table, whole = worker.table_changes(state)
+    assert (state2[1], table, whole) == (
+        2, {'AUTH_b': {'method': 'none'}}, True)
+    # versions of another lineage are never compared: a state from the
+    # future (the store went back, or another store's) loads it whole
+    assert worker.table_changes((state2[0], 7))[2] is True

@@ -1,0 +1,26 @@
+"""What is particular to the worker-local store."""
+from swift_mass.control.stores.local import LocalStore
+from tests.unit.control.stores.helpers import B0, B2
+from tests.unit.helpers import Clock
+
+
+def test_local_lease_renewal_extends_it():
+    clock = Clock()
+    store = LocalStore(clock)
+    assert store.acquire_lease('proxy-1', 1000)
+    clock.now += 0.8
+    assert store.acquire_lease('proxy-1', 1000)
+    clock.now += 0.8
+    assert store.lease_holder() == 'proxy-1'
+    assert not store.acquire_lease('proxy-2', 1000)
+    clock.now += 0.3
+    assert store.acquire_lease('proxy-2', 1000)
+
+
+def test_local_store_forgets_expired_buckets():
+    clock = Clock()
+    store = LocalStore(clock)
+    store.add_counts('AUTH_a', B0, {'ops.GET': 1}, ttl=10)
+    clock.now += 11
+    store.add_counts('AUTH_a', B2, {'ops.GET': 1}, ttl=10)
+    assert list(store._buckets) == [B2]
