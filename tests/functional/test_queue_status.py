@@ -75,7 +75,13 @@ def test_the_command_as_operators_run_it(traffic):
     assert (result.returncode, result.stderr) == (0, '')
     lines = result.stdout.splitlines()
     assert lines[0].split()[:2] == ['server', 'device']
-    assert sorted(line.split()[:2] for line in lines[1:5]) == sorted(
+    rows = [line.split() for line in lines[1:9]]
+    assert sorted(row[:2] for row in rows if row[1] != 'mode') == sorted(
         [server, device] for server, device in OBJECT_SERVERS.items())
+    # each server says how many of its workers reported
+    assert sorted(row[0] for row in rows if row[1] == 'mode') == sorted(
+        OBJECT_SERVERS)
+    assert all('reported' in ' '.join(row) for row in rows
+               if row[1] == 'mode')
     assert '4 of 4 object servers read' in lines
     assert lines[-1].startswith('note: figures are per object-server worker')
