@@ -126,3 +126,26 @@ def pytest_runtest_makereport(item, call):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector):
     _fail_a_skip((yield).get_result())
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """The statsd lines every Swift statsd client sends, legacy and
+    labeled."""
+    # here, not at the top: swift.common.statsd_client imported before
+    # swift.common.utils meets an import cycle
+    from swift.common import statsd_client
+    lines = []
+
+    class Socket(object):
+        def sendto(self, data, target):
+            lines.extend(data.decode('utf-8').splitlines())
+            return len(data)
+
+        def close(self):
+            pass
+
+    client_cls = getattr(statsd_client, 'AbstractStatsdClient',
+                         getattr(statsd_client, 'StatsdClient', None))
+    monkeypatch.setattr(client_cls, '_open_socket', lambda self: Socket())
+    return lines

@@ -26,26 +26,6 @@ STATSD = {'log_statsd_host': '127.0.0.1', 'log_statsd_port': '8125'}
 LABELED = dict(STATSD, statsd_label_mode='dogstatsd')
 
 
-@pytest.fixture
-def sent(monkeypatch):
-    """The statsd lines every Swift statsd client sends, legacy and
-    labeled."""
-    lines = []
-
-    class Socket(object):
-        def sendto(self, data, target):
-            lines.extend(data.decode('utf-8').splitlines())
-            return len(data)
-
-        def close(self):
-            pass
-
-    client_cls = getattr(statsd_client, 'AbstractStatsdClient',
-                         getattr(statsd_client, 'StatsdClient', None))
-    monkeypatch.setattr(client_cls, '_open_socket', lambda self: Socket())
-    return lines
-
-
 def labeled(lines):
     """{name: [(value|type, {label: value})]} of the dogstatsd lines."""
     found = {}

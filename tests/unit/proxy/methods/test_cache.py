@@ -991,23 +991,11 @@ def test_the_proxy_apps_own_checks_are_asked(prefix):
     assert asked == [PATH]
 
 
-def test_cache_results_labeled_by_class(prefix, monkeypatch):
+def test_cache_results_labeled_by_class(prefix, sent):
     """With statsd_label_mode (Swift >= 2.36), each cache.<result> also
     goes out as swift_mass_cache labeled with the result and the tenant's
     class; the legacy names are as they were."""
-    statsd_client = pytest.importorskip('swift.common.statsd_client')
-    if not hasattr(statsd_client, 'LabeledStatsdClient'):
-        pytest.skip('Swift < 2.36 offers no labeled metrics')
-    lines = []
-
-    class Socket(object):
-        def sendto(self, data, target):
-            lines.append(data.decode('utf-8'))
-
-        def close(self):
-            pass
-    monkeypatch.setattr(statsd_client.LabeledStatsdClient, '_open_socket',
-                        lambda self: Socket())
+    lines = sent
     mass, swift, logger = make(prefix, conf={
         'log_statsd_host': '127.0.0.1', 'statsd_label_mode': 'dogstatsd'})
     put(mass)
