@@ -876,10 +876,9 @@ def test_client_writes_to_the_container_created_again_hold():
         'obj003': b'newer', 'obj007': b'newest'})
 
 
-def test_a_resumed_run_tells_its_own_deletes_from_a_clients():
-    """A run killed while emptying, then a client's DELETE of an object
-    the run had not reached: the next run restores what the killed run
-    deleted, not what the client did."""
+def killed_while_emptying():
+    """A cluster whose move of ``c`` was killed as it deleted obj005 (the
+    objects before it deleted, staged), and what ``c`` held before."""
     swift = FakeSwift()
     populate(swift)
     before = snapshot(swift, 'c')
@@ -891,6 +890,14 @@ def test_a_resumed_run_tells_its_own_deletes_from_a_clients():
     with pytest.raises(Crash):
         hooked_migrator(swift, before=crash).run('c')
     swift.crashed = False
+    return swift, before
+
+
+def test_a_resumed_run_tells_its_own_deletes_from_a_clients():
+    """A run killed while emptying, then a client's DELETE of an object
+    the run had not reached: the next run restores what the killed run
+    deleted, not what the client did."""
+    swift, before = killed_while_emptying()
     assert 'obj000' not in swift.containers['c']['objects']
     without_mass(swift).delete_object('c', 'obj008')
     probes = []
@@ -915,17 +922,7 @@ def test_a_resumed_run_tells_its_own_deletes_from_a_clients():
 def test_an_abort_keeps_a_clients_delete_too():
     """An abort restores into the container in its old policy, where the
     client's tombstone is: the restore loses to it."""
-    swift = FakeSwift()
-    populate(swift)
-    before = snapshot(swift, 'c')
-
-    def crash(method, container, name):
-        if (method, container, name) == ('DELETE', 'c', 'obj005'):
-            swift.crashed = True
-            raise Crash()
-    with pytest.raises(Crash):
-        hooked_migrator(swift, before=crash).run('c')
-    swift.crashed = False
+    swift, before = killed_while_emptying()
     without_mass(swift).delete_object('c', 'obj008')
     summary = migrator(swift).abort('c')
     assert summary['status'] == 'aborted: restored in standard'
@@ -984,17 +981,7 @@ def test_a_lost_answer_to_a_probe_is_not_taken_for_a_clients_write(lost):
     """A probe sent again after its answer was lost would find itself (a
     202, or a 404 for its removal) and take it for a client's write: it
     is not retried, the run stops, and the next run decides."""
-    swift = FakeSwift()
-    populate(swift)
-    before = snapshot(swift, 'c')
-
-    def crash(method, container, name):
-        if (method, container, name) == ('DELETE', 'c', 'obj005'):
-            swift.crashed = True
-            raise Crash()
-    with pytest.raises(Crash):
-        hooked_migrator(swift, before=crash).run('c')
-    swift.crashed = False
+    swift, before = killed_while_emptying()
     swift.sleep(1)
     losing = migrate.Migrator(
         lambda: LosesAnAnswer(swift, lambda *write: write == lost), 'bulk',
@@ -1011,17 +998,7 @@ def test_a_run_on_a_host_whose_clock_is_behind_dates_after_the_last():
     ten seconds behind: its writes still sort after the killed run's (the
     journal keeps the last run's offsets), so it does not take the killed
     run's deletes for a client's and drops nothing."""
-    swift = FakeSwift()
-    populate(swift)
-    before = snapshot(swift, 'c')
-
-    def crash(method, container, name):
-        if (method, container, name) == ('DELETE', 'c', 'obj005'):
-            swift.crashed = True
-            raise Crash()
-    with pytest.raises(Crash):
-        hooked_migrator(swift, before=crash).run('c')
-    swift.crashed = False
+    swift, before = killed_while_emptying()
     behind = migrate.Migrator(lambda: FakeConn(swift), 'bulk', workers=1,
                               settle=5, sleep=swift.sleep,
                               clock=lambda: swift.now - 10)
