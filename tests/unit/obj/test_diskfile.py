@@ -465,10 +465,16 @@ def test_concurrent_puts_to_one_device_share_flushes(
     assert all(ms >= FLUSH_SECONDS * 1000 for _, ms in logger.timings)
 
 
-def test_a_flush_lingers_for_begun_writes_and_covers_them():
+def counted_group_sync(linger):
+    """A GroupSync whose flushes only count themselves (in the list it
+    comes with)."""
     flushed = []
-    group_sync = GroupSync('/unused', flush=lambda: flushed.append(1),
-                           linger=5.0)
+    return GroupSync('/unused', flush=lambda: flushed.append(1),
+                     linger=linger), flushed
+
+
+def test_a_flush_lingers_for_begun_writes_and_covers_them():
+    group_sync, flushed = counted_group_sync(linger=5.0)
     writes = 4
     for _ in range(writes):
         group_sync.begin()
@@ -483,9 +489,7 @@ def test_a_flush_lingers_for_begun_writes_and_covers_them():
 
 
 def test_a_linger_is_bounded_and_ends_with_an_abandoned_write():
-    flushed = []
-    group_sync = GroupSync('/unused', flush=lambda: flushed.append(1),
-                           linger=0.1)
+    group_sync, flushed = counted_group_sync(linger=0.1)
     group_sync.begin()  # a write that never comes to sync
     started = time.monotonic()
     assert group_sync.sync().writes == 1
@@ -501,9 +505,7 @@ def test_writes_back_for_their_renames_share_the_next_flush():
     """A write waits for two flushes, its data's then its rename's: the
     writes one flush covered come back from their renames a little apart,
     and the next flush waits for them as for begun writes."""
-    flushed = []
-    group_sync = GroupSync('/unused', flush=lambda: flushed.append(1),
-                           linger=5.0)
+    group_sync, flushed = counted_group_sync(linger=5.0)
     writes = 4
     for _ in range(writes):
         group_sync.begin()
@@ -519,9 +521,7 @@ def test_writes_back_for_their_renames_share_the_next_flush():
 
 
 def test_a_write_that_fails_between_its_flushes_is_not_waited_for():
-    flushed = []
-    group_sync = GroupSync('/unused', flush=lambda: flushed.append(1),
-                           linger=5.0)
+    group_sync, flushed = counted_group_sync(linger=5.0)
     group_sync.begin()
     group_sync.sync(begun=True, returning=True)
     group_sync.abandon()  # its check or its rename raised
