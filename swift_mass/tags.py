@@ -22,7 +22,13 @@ urgent); a larger number is served first.
 """
 import hashlib
 
-from swift_mass.control.classify import CLASSES  # noqa: F401 (class tags)
+# The workload classes: the values of the class tag, which the object
+# servers read, and of the controller's decisions
+# (swift_mass.control.classify).
+READ = 'read'
+WRITE = 'write'
+MIXED = 'mixed'
+CLASSES = (READ, WRITE, MIXED)
 
 
 def environ_key(header):

@@ -10,11 +10,10 @@ single large backup upload would outweigh thousands of small reads.
 """
 import collections
 
-READ = 'read'
-WRITE = 'write'
-MIXED = 'mixed'
+# the classes are the wire contract's: the proxies tag requests with them
+from swift_mass.tags import CLASSES, MIXED, READ, WRITE  # noqa: F401
+
 UNKNOWN = 'unknown'
-CLASSES = (READ, WRITE, MIXED)
 
 Thresholds = collections.namedtuple('Thresholds', [
     'read_share',   # a read share at or above this is read-dominated
