@@ -74,8 +74,11 @@ def swift_mass(*args, check=True):
 
 @contextlib.contextmanager
 def pinned(store, client, cls='write', ring=WRITE_SUBSTORE):
-    """The account pinned to a class until the block ends, and the proxy
-    routing its new containers (seen with probe containers)."""
+    """The account pinned to a class until the block ends, once the pin is
+    in the policy table and every proxy worker read it; with ``ring``
+    (None: not waited for, as in observe mode, where it never comes), once
+    the proxy routes its new containers there (seen with probe
+    containers)."""
     account = client.account
     swift_mass('pin', account, '--class', cls)
     try:
@@ -86,10 +89,10 @@ def pinned(store, client, cls='write', ring=WRITE_SUBSTORE):
             probe = 'mass-probe-%s' % uuid.uuid4().hex[:8]
             assert client.create(probe).status_code == 201
             return client.policy(probe) == ring
-        until(proxy_routes, 20, 'the proxy routing ' + account, 0.3)
-        # one worker routes; every other proxy worker reads the table
-        # within its loop's interval (1 s on the SAIO), or at its first
-        # request
+        if ring is not None:
+            until(proxy_routes, 20, 'the proxy routing ' + account, 0.3)
+        # every proxy worker reads the table within its loop's interval
+        # (1 s on the SAIO), or at its first request
         time.sleep(2 * SAIO_LOOP_INTERVAL + 0.5)
         yield
     finally:
