@@ -30,7 +30,7 @@ from swift_mass.cli import main as cli
 from tests.functional.conftest import PROXY, Tenant, saio
 from tests.functional.test_queue import OBJECT_SERVERS, queue_state
 from tests.functional.test_routing import DEFAULT_POLICY, \
-    SAIO_LOOP_INTERVAL, WRITE_SUBSTORE, Account, swift_mass
+    WRITE_SUBSTORE, Account, pinned, swift_mass
 from tests.functional.waiting import until
 
 READ_SUBSTORE = 'fast'   # read_substore of the SAIO's [filter:mass]
@@ -78,27 +78,6 @@ def options(command, **wanted):
 
 def explain(account):
     return json.loads(swift_mass('--json', 'explain', account).stdout)
-
-
-@contextlib.contextmanager
-def pinned(store, client, cls):
-    """The account pinned to ``cls`` until the block ends, once the pin is
-    in the policy table and every proxy worker read it; unlike
-    tests.functional.test_routing's, it does not wait for the proxy to
-    route (in observe mode it never does)."""
-    account = client.account
-    swift_mass('pin', account, '--class', cls)
-    try:
-        until(lambda: (store.get_table()[1].get(account) or {}).get(
-            'pinned'), 20, 'the pin in the policy table')
-        # every proxy worker reads the table within its loop's interval
-        # (1 s on the SAIO), or at its first request
-        time.sleep(2 * SAIO_LOOP_INTERVAL + 0.5)
-        yield
-    finally:
-        swift_mass('unpin', account)
-        until(lambda: not (store.get_table()[1].get(account) or {}).get(
-            'pinned'), 20, 'the pin removed')
 
 
 @pytest.fixture(scope='module')
@@ -152,7 +131,8 @@ def cache_header_of_reads(client, container, n=4):
 def test_observe_mode_decides_and_changes_no_request(accounts, store,
                                                      statsd):
     reader, writer = accounts(), accounts()
-    with pinned(store, reader, 'read'), pinned(store, writer, 'write'):
+    with pinned(store, reader, 'read', None), \
+            pinned(store, writer, 'write', None):
         # the control: active mode routes and caches
         until(lambda: routes_to(writer, WRITE_SUBSTORE), 20,
               'routing in active mode', 0.5)
@@ -215,7 +195,8 @@ def opted_out(account):
 
 def test_a_configured_account_is_not_routed_nor_cached(accounts, store):
     opted, other = accounts(), accounts()
-    with pinned(store, opted, 'read'), pinned(store, other, 'read'):
+    with pinned(store, opted, 'read', None), \
+            pinned(store, other, 'read', None):
         with options('mass', opt_out_accounts=opted.account):
             assert routes_to(opted, DEFAULT_POLICY)
             assert cache_header_of_reads(opted, 'first') == {None}
@@ -250,7 +231,8 @@ def opt_out(capsys, account, on=None):
 def test_a_marked_account_is_not_routed_nor_cached_until_unmarked(
         accounts, store, operator_env, capsys):
     opted, other = accounts(), accounts()
-    with pinned(store, opted, 'read'), pinned(store, other, 'read'):
+    with pinned(store, opted, 'read', None), \
+            pinned(store, other, 'read', None):
         assert routes_to(opted, READ_SUBSTORE)
         # only a reseller admin sets the mark, and sees it
         tenant = Tenant('test:tester', 'testing')
