@@ -820,19 +820,14 @@ class Migrator(object):
         self.progress('%s: %s -> %s, phase %s' % (
             container, journal.source_policy, journal.target,
             journal.phase))
-        # each phase ends by journaling the next
-        if journal.phase == 'copy':
-            self.lock.check()
-            self._phase_copy(journal, summary)
-        if journal.phase == 'empty':
-            self.lock.check()
-            self._phase_empty(journal, summary)
-        if journal.phase == 'restore':
-            self.lock.check()
-            self._phase_restore(journal, summary)
-        if journal.phase == 'cleanup':
-            self.lock.check()
-            self._phase_cleanup(journal, summary)
+        # each phase ends by journaling the next, which runs at once
+        for phase, run_phase in (('copy', self._phase_copy),
+                                 ('empty', self._phase_empty),
+                                 ('restore', self._phase_restore),
+                                 ('cleanup', self._phase_cleanup)):
+            if journal.phase == phase:
+                self.lock.check()
+                run_phase(journal, summary)
         summary['status'] = 'moved'
         return summary
 
