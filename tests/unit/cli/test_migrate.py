@@ -678,7 +678,7 @@ def test_a_run_never_takes_a_live_lock():
     swift = FakeSwift()
     populate(swift)
     holder = migrator(swift)
-    holder._ensure_container(migrate.JOURNAL_CONTAINER, None)
+    holder.account.ensure_container(migrate.JOURNAL_CONTAINER, None)
     lock = migrate.Lock(lambda: FakeConn(swift), 'c', 30, 35, swift.sleep,
                         swift.clock)
     lock.acquire(lambda m: None)
@@ -732,7 +732,7 @@ def without_mass(swift):
 
 def on_journal(m, phase, act):
     """Call ``act()`` once, right after ``m`` first journals ``phase``."""
-    write = m.write_journal
+    write = m.account.write_journal
     done = []
 
     def write_journal(journal):
@@ -741,7 +741,7 @@ def on_journal(m, phase, act):
             done.append(phase)
             act()
         return written
-    m.write_journal = write_journal
+    m.account.write_journal = write_journal
     return done
 
 
@@ -1066,7 +1066,7 @@ def test_a_failed_run_leaves_the_container_writable_and_resumable(
                for line in m.messages)
     assert swift.containers['c']['mark'] is None
     # the move is kept for the next run, its staging container too
-    assert migrator(swift).journal('c').phase == 'copy'
+    assert migrator(swift).account.journal('c').phase == 'copy'
     assert swift.containers[migrate.staging_name('c')]['mark']
     FakeConn(swift, reseller=False).put_object('c', 'meanwhile', 'x')
     monkeypatch.setattr(FakeSwift, 'listing', real_listing)
@@ -1109,7 +1109,7 @@ def test_a_run_that_lost_its_lock_leaves_the_mark_to_the_other_run():
 
     def stolen(method, container, name):
         if container == 'c' and method == 'DELETE':
-            m.lock.lost = 'the lock is held by other now'
+            m.account.lock.lost = 'the lock is held by other now'
     m = hooked_migrator(swift, before=stolen)
     with pytest.raises(migrate.MigrationError, match='lost'):
         m.run('c')
@@ -1348,7 +1348,7 @@ def test_a_crash_anywhere_loses_nothing_and_a_rerun_finishes(crash_at):
 def test_an_abort_after_a_crash_anywhere_gives_the_container_back(crash_at):
     swift, before = crashed_run(crash_at)
     m = migrator(swift)
-    journal = m.journal('c') if migrate.JOURNAL_CONTAINER in \
+    journal = m.account.journal('c') if migrate.JOURNAL_CONTAINER in \
         swift.containers else None
     if journal is None:
         # killed once the move had finished, or before it began
@@ -1437,7 +1437,7 @@ def test_large_listings_are_read_whole():
     for i in range(25):
         swift.add_object('c', 'o%02d' % i, body=b'%d' % i)
     m = migrate.Migrator(lambda: FakeConn(swift, page=10), 'bulk')
-    assert [e['name'] for e in m.listing('c')] == \
+    assert [e['name'] for e in m.account.listing('c')] == \
         ['o%02d' % i for i in range(25)]
 
 

@@ -1,0 +1,179 @@
+"""The object writes of a run of ``swift-mass migrate``: server-side copies,
+deletes and probes, each dated by the version it copies, deletes or probes
+(:func:`~swift_mass.cli.migrate.decisions.stamp`)."""
+import threading
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+
+from swift.common.utils import Timestamp
+from swiftclient.exceptions import ClientException
+
+from swift_mass.cli.migrate.decisions import (
+    ABSENT, COPIED, COPY, DELETE, DELETED, GONE, KINDS, NEWER, PASSES, PROBE,
+    PROBE_TYPE, MigrationError, copy_query, fingerprint, http_status,
+    in_copy_order, is_ours, kind_of, listed_version, listing_kind, mismatches,
+    stamp)
+
+
+class ObjectMover(object):
+    """Copies and deletes objects of ``account``, each write dated from
+    ``base``, the run's offsets base, and made only while the run holds its
+    lock: one at a time, or a listing's worth with ``workers`` threads,
+    telling ``progress`` how far they got."""
+
+    def __init__(self, account, progress, workers, base):
+        self.account = account
+        self.progress = progress
+        self.workers = workers
+        self.base = base
+
+    def copy_object(self, source, dest, name, role=COPY):
+        """Copy one object server side, dated by its version, and verify
+        the copy: ``(outcome, the source's version)``.  COPIED; GONE, the
+        source is (deleted, or expired meanwhile); NEWER, ``dest`` holds a
+        client's later write or tombstone, which Swift keeps.  Into a
+        staging container, where only the move writes, a later write is
+        an error: a proxy that does not keep the move's X-Timestamp."""
+        try:
+            raw = self.account.head_object(source, name)
+        except ClientException as err:
+            if http_status(err) == 404:
+                return GONE, None
+            raise
+        version = raw['x-timestamp']
+        kind = kind_of(raw)
+        plain = self.account.head_object(source, name, None) \
+            if kind == 'slo' else None
+        path = urllib.parse.quote('/%s/%s' % (source, name))
+        self.account.lock.check()
+        self.account.conn.put_object(
+            dest, name, b'', content_length=0,
+            headers={'X-Copy-From': path,
+                     'X-Timestamp': stamp(version, self.base, role)},
+            query_string=copy_query(kind))
+        # whatever the PUT was answered (a retried one is 202), the copy
+        # is what the object servers keep now
+        outcome = self._check_copy(source, dest, name, version, kind,
+                                   fingerprint(raw, plain))
+        if outcome == NEWER and is_ours(dest):
+            raise MigrationError(
+                '%s/%s is dated after its source: the proxy does not keep '
+                'a reseller admin\'s X-Timestamp (its mass filter gives it '
+                'back since swift-mass migrate dates its copies), or a '
+                'client wrote to %s: the move stops' % (dest, name, dest))
+        return outcome, version
+
+    def _check_copy(self, source, dest, name, version, kind, found):
+        try:
+            copy_raw = self.account.head_object(dest, name)
+        except ClientException as err:
+            if http_status(err) == 404:
+                return NEWER  # a client's tombstone
+            raise
+        if Timestamp(copy_raw['x-timestamp']) > Timestamp(version):
+            return NEWER
+        copy_plain = self.account.head_object(dest, name, None) \
+            if kind == 'slo' else None
+        wrong = mismatches(found, fingerprint(copy_raw, copy_plain))
+        if wrong:
+            raise MigrationError('the copy of %s/%s in %s differs in %s' % (
+                source, name, dest, ', '.join(wrong)))
+        return COPIED
+
+    def delete_object(self, container, name, version, role=DELETE):
+        """Delete ``version`` of an object: DELETED; ABSENT (nothing to
+        delete, or a later tombstone); NEWER (a later version, kept)."""
+        self.account.lock.check()
+        try:
+            self.account.conn.delete_object(container, name, headers={
+                'X-Timestamp': stamp(version, self.base, role)})
+        except ClientException as err:
+            if http_status(err) == 404:
+                return ABSENT
+            if http_status(err) == 409:
+                return NEWER
+            raise
+        return DELETED
+
+    def probe(self, container, staging, name):
+        """PUT a probe in C dated after the staged version of ``name``:
+        ``(COPIED or NEWER, the staged version)``, or ``(GONE, None)``."""
+        try:
+            version = self.account.head_object(staging, name).get(
+                'x-timestamp')
+        except ClientException as err:
+            if http_status(err) == 404:
+                return GONE, None
+            raise
+        self.account.lock.check()
+        answer = {}
+        # expired as it lands (Swift checks X-Delete-At against the write's
+        # time): a reader gets a 404 and the staged copy, never the probe
+        self.account.conn.put_object(
+            container, name, b'', content_length=0,
+            headers={'Content-Type': PROBE_TYPE,
+                     'X-Timestamp': stamp(version, self.base, PROBE),
+                     'X-Delete-At': str(int(float(version)) + 1)},
+            response_dict=answer)
+        return (NEWER if answer.get('status') == 202 else COPIED), version
+
+    def parallel(self, work, entries, what):
+        """``{name: work(name)}`` for every entry."""
+        done = [0]
+        report = max(1, min(100, len(entries) // 20))
+        guard = threading.Lock()
+
+        def one(entry):
+            result = work(entry['name'])
+            with guard:
+                done[0] += 1
+                if done[0] % report == 0 or done[0] == len(entries):
+                    self.progress('%s %d/%d' % (what, done[0], len(entries)))
+            return entry['name'], result
+
+        # kinds go one after the other: a manifest's segments and a
+        # symlink's target must be in place before it is copied
+        results = {}
+        for kind in KINDS:
+            batch = [e for e in entries if listing_kind(e) == kind]
+            if not batch:
+                continue
+            with ThreadPoolExecutor(self.workers) as pool:
+                results.update(pool.map(one, batch))
+        return results
+
+    def copy_passes(self, source, dest, todo_now, what, still, summary,
+                    counted, later=None):
+        """Copy what ``todo_now()`` lists from source to dest until it
+        lists nothing, at most PASSES times, adding each pass's copies to
+        ``summary[counted]`` and the names that lost to a client's later
+        write to ``later``.  ``still(left)``: the error's start, given the
+        number of objects left."""
+        for attempt in range(PASSES + 1):
+            todo = todo_now()
+            if not todo:
+                return
+            if attempt == PASSES:
+                raise MigrationError(
+                    '%s after %d passes (an object listed but unreadable, '
+                    'e.g. expired, leaves the listing when the object '
+                    'expirer runs): run again later' % (
+                        still(len(todo)), PASSES))
+            copies = self.copy_all(source, dest, in_copy_order(todo), what)
+            for name, (outcome, _version) in copies.items():
+                if outcome == COPIED:
+                    summary[counted] += 1
+                elif outcome == NEWER:
+                    later.add(name)
+
+    def copy_all(self, source, dest, entries, what):
+        return self.parallel(lambda name: self.copy_object(
+            source, dest, name), entries, '%s: %s' % (source, what))
+
+    def delete_all(self, container, entries, what):
+        """Delete the listed versions of ``entries``; how many went."""
+        versions = {e['name']: listed_version(e) for e in entries}
+        deletes = self.parallel(lambda name: self.delete_object(
+            container, name, versions[name]), entries,
+            '%s: %s' % (container, what))
+        return sum(1 for result in deletes.values() if result == DELETED)
