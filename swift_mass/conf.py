@@ -342,9 +342,20 @@ class QueueConf(object):
         conf = {} if conf is None else conf
         server = conf if server_conf is None else server_conf
         # an error names the section the value came from
-        section = self.section
-        server_section = section if server_conf is None else \
+        server_section = self.section if server_conf is None else \
             'app:object-server'
+        self._read_admission(conf)
+        self._read_urgent(conf)
+        self._read_pools(conf)
+        self._read_server(server, server_section)
+        self._read_generations(conf)
+        self._read_stats(conf, server)
+
+    def _read_admission(self, conf):
+        """The mode, the priorities, and how a device's queue admits
+        requests: its slots, how long a request may wait, and what a
+        refusal says."""
+        section = self.section
         self.mode = mode_option(conf, section)
         #: whether the queue admits by slots and priorities; in observe
         #: mode every request is admitted at once
@@ -364,12 +375,23 @@ class QueueConf(object):
             conf, section, 'max_refusals_per_minute', 5, 0)
         self.priority_slack = float_option(conf, section, 'priority_slack',
                                            0.25, 0.0, 3600.0)
+
+    def _read_urgent(self, conf):
+        """The ``urgent_*`` options: the urgent tenants, the share of a
+        device's slots kept for them, and for how long once they are
+        quiet."""
+        section = self.section
         self.urgent_tenants = frozenset(
             list_from_csv(str(conf.get('urgent_tenants', ''))))
         self.urgent_share = float_option(conf, section, 'urgent_share', 0.5,
                                          0.0, 1.0)
         self.urgent_idle_seconds = float_option(
             conf, section, 'urgent_idle_seconds', 30.0, 0.0)
+
+    def _read_pools(self, conf):
+        """``batch_slots``, and ``adaptive_slots``: the bounds each pool
+        of slots (general and batch) adapts within."""
+        section = self.section
         self.batch_slots = int_option(conf, section, 'batch_slots', 0, 0)
         # A queue that is off (no slots) has nothing to adapt.
         self.adaptive_slots = bool(
@@ -382,9 +404,11 @@ class QueueConf(object):
             self.batch_slots
         if self.adaptive_slots:
             self._read_adaptive(conf)
-        # The object server's own options, read as it reads them: a queue
-        # only for a device it would serve, and the ring devices it
-        # registers as bumping generations.
+
+    def _read_server(self, server, server_section):
+        """The object server's own options, read as it reads them: a queue
+        only for a device it would serve, and the ring devices it
+        registers as bumping generations."""
         self.devices = server.get('devices', '/srv/node')
         self.mount_check = config_true_value(
             server.get('mount_check', 'true'))
@@ -401,7 +425,11 @@ class QueueConf(object):
         servers_per_port = int_option(server, server_section,
                                       'servers_per_port', 0, 0)
         self.ring_port = None if servers_per_port else self.bind_port
-        # Generations (swift_mass.generations): off without a redis_url.
+
+    def _read_generations(self, conf):
+        """Generations (swift_mass.generations): off without a
+        redis_url."""
+        section = self.section
         self.redis_url = None
         if str(conf.get('redis_url', '')).strip():
             self.redis_url = redis_url_option(conf, section, 'redis_url',
@@ -410,8 +438,12 @@ class QueueConf(object):
                                          86400, 1)
         self.bump_wait = int_option(conf, section, 'bump_wait_ms', 40, 1,
                                     10000) / 1000.0
-        # Each worker's queues, written where its server's other workers
-        # read them, so that any worker answers GET /mass_queue for all.
+
+    def _read_stats(self, conf, server):
+        """How often (``stats_interval``) and where (``recon_cache_path``)
+        each worker's queues are written: where its server's other workers
+        read them, so that any worker answers GET /mass_queue for all."""
+        section = self.section
         self.stats_interval = float_option(conf, section, 'stats_interval',
                                            5.0, 0.1, 3600.0)
         # the directory recon and Swift's daemons use, set (if at all)
@@ -420,6 +452,9 @@ class QueueConf(object):
                                            DEFAULT_RECON_CACHE_PATH)
 
     def _read_adaptive(self, conf):
+        """The ``adaptive_*`` options, read only with ``adaptive_slots``:
+        how often and between what usage the slots adapt, and each pool's
+        bounds."""
         section = self.section
         low = float_option(conf, section, 'adaptive_low', 0.3, 0.0, 1.0)
         high = float_option(conf, section, 'adaptive_high', 0.9, 0.0, 1.0)

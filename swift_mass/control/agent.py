@@ -27,43 +27,21 @@
   account opts out at its next request, or at once when configured, and
   back in once a window has passed without an opted-out request.
 
+What the leader decides in a tick is worked out by
+:mod:`swift_mass.control.leader`, and the statsd counters of flushes and
+decisions are :mod:`swift_mass.control.stats`'.
+
 No WSGI here: the middleware records counts, asks for policies and calls
 :meth:`Agent.tick` from a green thread; tests call it with a clock.
 """
 import contextlib
 import gc
-import heapq
-import re
 import sys
 import time
 
 from swift_mass import metrics
-from swift_mass.control import controller, monitor
+from swift_mass.control import controller, leader, monitor, stats
 from swift_mass.generations import bumped_tenants
-from swift_mass.tags import OPT_OUT_MARK_HEADER
-
-
-_STATSD_SAFE = re.compile(r'[A-Za-z0-9_-]*\Z').match
-
-
-def statsd_name(tenant):
-    """A tenant name as one statsd path component ('.', ':', '|', '@' and
-    anything outside [A-Za-z0-9_-] would break the line protocol)."""
-    if _STATSD_SAFE(tenant):
-        return tenant
-    return re.sub(r'[^A-Za-z0-9_-]', '_', tenant)
-
-
-# the counters that go to statsd: operations, errors and bytes
-OPS_FIELDS = frozenset('ops.' + op for op in monitor.OPS)
-METRIC_FIELDS = OPS_FIELDS | frozenset(
-    ['err.' + op for op in monitor.OPS] + ['bytes_in', 'bytes_out'])
-# a field's labeled name (after swift_mass_tenant_ or swift_mass_class_)
-# and its method label: Swift's label for an HTTP method
-LABELED_FIELDS = dict(
-    [('ops.' + op, ('requests', op)) for op in monitor.OPS] +
-    [('err.' + op, ('errors', op)) for op in monitor.OPS] +
-    [('bytes_in', ('bytes_in', None)), ('bytes_out', ('bytes_out', None))])
 
 
 @contextlib.contextmanager
@@ -104,6 +82,9 @@ def _shared(entries):
 
 
 class Agent(object):
+    """A proxy worker's part in the control loop: its window of counts,
+    its copy of the policy table, and :meth:`tick`, the interval's work
+    (see the module's docstring)."""
 
     #: how many intervals the leader lease lasts: the leader renews it at
     #: every tick, and when it dies another worker takes over within two
@@ -180,96 +161,11 @@ class Agent(object):
         self.emit_metrics(pending)
 
     def emit_metrics(self, pending):
-        """statsd counters per tenant and per class, once per flush
-        rather than once per request: mass.tenant.<tenant>.<field> and
-        mass.class.<class>.<field> for operations, errors and bytes
-        (``pending``: what the flush handed over, ``{(tenant, bucket):
-        counts}``).  Every tenant's counts go into its class's, added up:
-        one update per class and field; a tenant's own, added up over its
-        buckets, only for the ``tenant_metrics`` busiest tenants (most
-        requests) when there are more: a statsd packet per counter costs
-        a worker some microseconds, and statsd a series.  With labels
-        (swift_mass.metrics), each also as swift_mass_tenant_<field> and
-        swift_mass_class_<field>, labeled with the tenant, its class and
-        the HTTP method."""
-        classes = {}
-        tenants = {}  # {tenant: [counts of a bucket, ...]}
-        tenant_class = {}
-        table = self.table
-        metric_fields = METRIC_FIELDS.intersection
-        for (tenant, _bucket), counts in pending.items():
-            fields = metric_fields(counts)
-            if not fields:
-                continue
-            entry = table.get(tenant)
-            cls = entry['class'] if entry else 'unknown'
-            tenant_class[tenant] = cls
-            total = classes.get(cls)
-            if total is None:
-                total = classes[cls] = {}
-            for field in fields:
-                total[field] = total.get(field, 0) + counts[field]
-            if tenant in tenants:
-                tenants[tenant].append(counts)
-            else:
-                tenants[tenant] = [counts]
-        limit = self.tenant_metrics
-        if limit is not None and len(tenants) > limit:
-            def requests(tenant):
-                n = 0
-                for counts in tenants[tenant]:
-                    for field in ops_fields(counts):
-                        n += counts[field]
-                return n
-            ops_fields = OPS_FIELDS.intersection
-            tenants = {tenant: tenants[tenant] for tenant in heapq.nlargest(
-                limit, tenants, key=requests)}
-        update_stats = self.logger.update_stats
-        labeled = metrics.labeled_only(self.logger)
-        for tenant, buckets in tenants.items():
-            name = 'tenant.%s.' % statsd_name(tenant)
-            total = {}
-            for counts in buckets:
-                for field in metric_fields(counts):
-                    total[field] = total.get(field, 0) + counts[field]
-            for field, value in total.items():
-                update_stats(name + field, value)
-            if labeled is not None:
-                # the tenant as Swift sends an account label: as it is
-                self._emit_labeled(labeled, 'tenant_', total, {
-                    'tenant': tenant, 'class': tenant_class[tenant]})
-        for cls, total in classes.items():
-            for field, value in total.items():
-                update_stats('class.%s.%s' % (cls, field), value)
-            if labeled is not None:
-                self._emit_labeled(labeled, 'class_', total, {'class': cls})
-
-    @staticmethod
-    def _emit_labeled(labeled, kind, total, labels):
-        client, prefix = labeled
-        for field, value in total.items():
-            name, method = LABELED_FIELDS[field]
-            client.update_stats(
-                prefix + kind + name, value,
-                labels=labels if method is None else dict(labels,
-                                                          method=method))
-
-    def _count_decisions(self, changed, table):
-        """decisions, and labeled, how many by the class decided (none:
-        an entry dropped): one packet a class, once a tick."""
-        self.logger.update_stats('decisions', len(changed))
-        labeled = metrics.labeled_only(self.logger)
-        if labeled is None:
-            return
-        client, prefix = labeled
-        by_class = {}
-        for tenant in changed:
-            entry = table.get(tenant)
-            cls = (entry.get('class') or 'unknown') if entry else 'none'
-            by_class[cls] = by_class.get(cls, 0) + 1
-        for cls, count in by_class.items():
-            client.update_stats(prefix + 'decisions', count,
-                                labels={'class': cls})
+        """The flush's statsd counters, per tenant and per class
+        (:func:`swift_mass.control.stats.emit_flush`; ``pending``: what
+        the flush handed over, ``{(tenant, bucket): counts}``)."""
+        stats.emit_flush(self.logger, pending, self.table,
+                         self.tenant_metrics)
 
     def refresh(self):
         """Apply what changed in the store's table since this worker's
@@ -305,114 +201,40 @@ class Agent(object):
         return {tenant: monitor.decision_figures(buckets.values())
                 for tenant, buckets in counts.items()}
 
-    def _decide(self, tenant, previous, own, now, pins, reference):
-        """:func:`controller.decide` for one tenant; an entry it cannot
-        read (a malformed one, in the table or in the account's sysmeta)
-        is decided on afresh, as if the tenant had none; None, logged, if
-        even that fails: one bad entry never stops the others'
-        decisions."""
-        for was in (previous, None):
-            try:
-                return controller.decide(tenant, was, own, now,
-                                         self.settings,
-                                         pin=pins.get(tenant),
-                                         reference=reference)
-            except Exception as err:
-                self.logger.warning(
-                    'mass decision: %s: cannot decide on %s (%s: %s)' % (
-                        tenant, 'its entry %r' % (was,) if was is not None
-                        else 'it', type(err).__name__, err))
-                if was is None:
-                    return None
-        return None
-
-    def _opted_out(self, tenant, figures):
-        """Why the tenant is opted out of Mass, or None if it is not."""
-        if tenant in self.opt_out:
-            return 'opt_out_accounts'
-        if figures.opted_out:
-            return 'its account\'s %s mark' % OPT_OUT_MARK_HEADER
-        return None
-
     def lead(self, now):
-        """The leader's work (it holds the lease): decide, and write what
+        """The leader's work (it holds the lease): decide
+        (:class:`swift_mass.control.leader.Decisions`), and write what
         changed."""
         figures = self.tenant_figures(now)
         pins = self.store.get_pins()
         pins_known = self.store.holds_pins()
-        empty = monitor.figures([])
-        totals = controller.latency_totals(figures.values())
-        min_requests = self.settings.thresholds.min_requests
-        table = self.table
-        # the tenants whose entry may change; any other's stays as it is
-        tenants = set(figures)
-        tenants.update(pins)
-        tenants.update(tenant for tenant, entry in table.items()
-                       if not controller.keeps_when_idle(entry))
-        # configured opt-outs take a policy away at once, idle or not
-        tenants.update(tenant for tenant in self.opt_out
-                       if tenant in table and
-                       not controller.is_opted_out(table[tenant]))
-        updates = {}  # {tenant: new entry or None}, to write
-        changed = []  # of those, the decisions (not recalled as they were)
-        for tenant in tenants:
-            previous = table.get(tenant)
-            recalled = previous is None and self.durable is not None
-            if recalled:
-                previous = self.durable.load(tenant)
-            own = figures.get(tenant, empty)
-            why = self._opted_out(tenant, own)
-            if why:
-                # before the pins: an opt-out wins over a pin
-                decided = controller.opt_out(tenant, previous, now,
-                                             self.settings, why,
-                                             pinned=tenant in pins)
-            elif not pins_known and previous and previous.get('pinned') \
-                    and tenant not in pins:
-                # The store that keeps the operator's pins does not
-                # answer: a pinned tenant keeps its entry, and its durable
-                # copy, until the pins can be read again.
-                if recalled:
-                    updates[tenant] = previous
-                continue
-            else:
-                decided = self._decide(tenant, previous, own, now, pins,
-                                       lambda cls, own=own:
-                                       controller.reference_latency(
-                                           cls, totals, own, min_requests))
-            if decided is None:
-                continue
-            entry, reasons = decided
-            for reason in reasons:
-                self.logger.info('mass decision: %s' % reason)
-            if entry is None:
-                # a recalled entry that is no more: its durable copy goes
-                # too, or every tick would recall it again
-                if tenant in table or (recalled and previous is not None):
-                    updates[tenant] = None
-                    changed.append(tenant)
-            elif entry is not table.get(tenant):
-                updates[tenant] = entry
-                # an entry recalled from sysmeta as it was is not new
-                if not (recalled and entry is previous):
-                    changed.append(tenant)
-        if updates:
-            since = (self.table_id, self.table_version)
-            for tenant, entry in updates.items():
-                if entry is None:
-                    table.pop(tenant, None)
-                else:
-                    table[tenant] = entry
-            state = self.store.update_table(since, table, updates)
-            if state is not None:
-                self.table_id, self.table_version = state
-            # else: another writer came in between, or no store took it:
-            # the next refresh brings this worker up to the store's table
-            if changed:
-                self._count_decisions(changed, table)
-            if self.durable:
-                for tenant in changed:
-                    self.durable.save(tenant, table.get(tenant))
+        decisions = leader.Decisions(
+            self.table, figures, pins, pins_known, now, self.settings,
+            self.opt_out, self.durable, self.logger).make()
+        if decisions.updates:
+            self._write(decisions.updates, decisions.changed)
         if self.generations is not None:
             # at every tick, not only on a change: Redis may have lost it
             self.generations.publish_bumped(bumped_tenants(self.table))
+
+    def _write(self, updates, changed):
+        """The leader's decisions into its table and the store's, and each
+        new one (``changed``) counted and saved durably (``updates``:
+        ``{tenant: new entry or None}``)."""
+        table = self.table
+        since = (self.table_id, self.table_version)
+        for tenant, entry in updates.items():
+            if entry is None:
+                table.pop(tenant, None)
+            else:
+                table[tenant] = entry
+        state = self.store.update_table(since, table, updates)
+        if state is not None:
+            self.table_id, self.table_version = state
+        # else: another writer came in between, or no store took it:
+        # the next refresh brings this worker up to the store's table
+        if changed:
+            stats.count_decisions(self.logger, changed, table)
+        if self.durable:
+            for tenant in changed:
+                self.durable.save(tenant, table.get(tenant))

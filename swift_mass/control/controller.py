@@ -298,31 +298,12 @@ def _decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
     """
     reference = reference or (lambda cls: None)
     if pin:
-        cls = pin['class']
-        wanted = {'class': cls,
-                  'ring': pin.get('ring', settings.rings.get(cls, '')),
-                  'method': pin.get('method', settings.methods.get(cls,
-                                                                   'none'))}
-        if previous and previous.get('pinned') and all(
-                previous.get(k) == v for k, v in wanted.items()):
-            return previous, []
-        # a pin does not judge methods, so it keeps the hold-offs it found:
-        # once unpinned, a method validation deleted stays held off
-        holdoff = {m: t for m, t in (previous or {}).get(
-            'holdoff', {}).items() if t > now}
-        entry = dict(new_entry(cls, settings, now, 'pinned by operator'),
-                     pinned=True, validated=True, holdoff=holdoff, **wanted)
-        ran = _ran_until(previous, entry['method'], now, settings)
-        if ran:
-            entry['ran_until'] = ran
-        return entry, ['%s: pinned to %s (ring %r, method %s)' % (
-            tenant, cls, entry['ring'], entry['method'])]
+        return _pinned(tenant, previous, pin, now, settings)
 
     before = previous.get('class') if previous and not previous.get(
         'pinned') else classify.UNKNOWN
     cls = classify.classify(figures.reads, figures.writes, before,
                             settings.thresholds)
-    share = classify.read_share(figures.reads, figures.writes)
     if cls == classify.UNKNOWN:
         if previous and previous.get('pinned'):
             return None, ['%s: unpinned; too few requests to classify' %
@@ -331,43 +312,70 @@ def _decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
 
     if previous is None or previous.get('pinned') or \
             previous['class'] != cls:
-        entry = new_entry(cls, settings, now, 'read share %.2f over %d '
-                          'requests' % (share, figures.reads +
-                                        figures.writes))
-        holdoff = dict(previous.get('holdoff', {})) if previous else {}
-        holdoff = {m: t for m, t in holdoff.items() if t > now}
-        entry['holdoff'] = holdoff
-        if entry['method'] in holdoff:
-            entry['method'] = 'none'
-            entry['reason'] += '; %s held off after it did not help' % (
-                settings.methods.get(cls))
-        _insert(entry, previous, figures, now, settings, reference)
-        was = previous['class'] if previous else classify.UNKNOWN
-        return entry, ['%s: %s -> %s (%s): ring %r, method %s' % (
-            tenant, was, cls, entry['reason'], entry['ring'],
-            entry['method'])]
+        return _classified(tenant, previous, cls, figures, now, settings,
+                           reference)
 
     return _validate(tenant, previous, cls, figures, now, settings,
                      reference)
 
+
+def _pinned(tenant, previous, pin, now, settings):
+    """:func:`decide` for a tenant the operator pinned: the pin's class,
+    and its ring and method or else the mapping's; ``previous`` if it is
+    that pin's already."""
+    cls = pin['class']
+    wanted = {'class': cls,
+              'ring': pin.get('ring', settings.rings.get(cls, '')),
+              'method': pin.get('method', settings.methods.get(cls,
+                                                               'none'))}
+    if previous and previous.get('pinned') and all(
+            previous.get(k) == v for k, v in wanted.items()):
+        return previous, []
+    # a pin does not judge methods, so it keeps the hold-offs it found:
+    # once unpinned, a method validation deleted stays held off
+    holdoff = {m: t for m, t in (previous or {}).get(
+        'holdoff', {}).items() if t > now}
+    entry = dict(new_entry(cls, settings, now, 'pinned by operator'),
+                 pinned=True, validated=True, holdoff=holdoff, **wanted)
+    ran = _ran_until(previous, entry['method'], now, settings)
+    if ran:
+        entry['ran_until'] = ran
+    return entry, ['%s: pinned to %s (ring %r, method %s)' % (
+        tenant, cls, entry['ring'], entry['method'])]
+
+
+def _classified(tenant, previous, cls, figures, now, settings, reference):
+    """:func:`decide` for an unpinned tenant of a new class ``cls`` (or
+    one just unpinned, or without an entry): the mapping's policy for the
+    class, unless its method is held off, inserted (:func:`_insert`)."""
+    share = classify.read_share(figures.reads, figures.writes)
+    entry = new_entry(cls, settings, now, 'read share %.2f over %d '
+                      'requests' % (share, figures.reads + figures.writes))
+    holdoff = dict(previous.get('holdoff', {})) if previous else {}
+    holdoff = {m: t for m, t in holdoff.items() if t > now}
+    entry['holdoff'] = holdoff
+    if entry['method'] in holdoff:
+        entry['method'] = 'none'
+        entry['reason'] += '; %s held off after it did not help' % (
+            settings.methods.get(cls))
+    _insert(entry, previous, figures, now, settings, reference)
+    was = previous['class'] if previous else classify.UNKNOWN
+    return entry, ['%s: %s -> %s (%s): ring %r, method %s' % (
+        tenant, was, cls, entry['reason'], entry['ring'], entry['method'])]
+
+
+# -- validation (see the module's docstring) ----------------------------
 
 def _validate(tenant, entry, cls, figures, now, settings, reference):
     """:func:`decide` for an unpinned entry whose class stays: judge its
     method over one more window, if one is due."""
     if entry['validated'] or entry['method'] == 'none':
         return entry, []
-    judging = entry.get('judging')
-    if judging:
-        start = judging['from']
-    else:
-        # in force at every worker by since + interval; then the warm-up
-        start = entry['since'] + settings.interval + settings.warmup
-    if now - settings.window < start:
+    if now - settings.window < _next_window_from(entry, settings):
         # the window reaches back into the warm-up, or into the last
         # window judged: each is judged once, after the cold start
         return entry, []
-    baseline = entry.get('baseline_ms')
-    if baseline is None:
+    if entry.get('baseline_ms') is None:
         # an entry from before baselines were checked, without one
         return dict(entry, validated=True), [
             '%s: %s kept (no baseline to compare)' % (tenant,
@@ -375,9 +383,28 @@ def _validate(tenant, entry, cls, figures, now, settings, reference):
     current, n = _dominant(cls, figures)
     if not n:
         return entry, []  # nothing to judge by yet: wait for traffic
+    judging = _judged(entry.get('judging'), current, n, reference(cls), now)
+    if judging['windows'] * settings.window < settings.validation_window:
+        return dict(entry, judging=judging), []
+    return _verdict(tenant, entry, judging, now, settings)
+
+
+def _next_window_from(entry, settings):
+    """The earliest time the next window judged may start from: the end
+    of the last one judged, or the end of the method's warm-up."""
+    judging = entry.get('judging')
+    if judging:
+        return judging['from']
+    # in force at every worker by since + interval; then the warm-up
+    return entry['since'] + settings.interval + settings.warmup
+
+
+def _judged(judging, current, n, now_reference, now):
+    """``judging`` (None: a validation window's first window) with one
+    more window added: ``n`` requests of the dominant operation at a mean
+    of ``current`` ms, the other tenants' at ``now_reference`` ms."""
     judging = dict(judging or {'windows': 0, 'ms': 0.0, 'n': 0,
                                'ref_ms': 0.0, 'worse': 0})
-    now_reference = reference(cls)
     judging['from'] = now
     judging['windows'] += 1
     judging['ms'] += current * n
@@ -386,20 +413,15 @@ def _validate(tenant, entry, cls, figures, now, settings, reference):
         judging['ref_ms'] += now_reference * n
     else:
         judging['ref_ms'] = None
-    if judging['windows'] * settings.window < settings.validation_window:
-        return dict(entry, judging=judging), []
+    return judging
 
-    current = judging['ms'] / judging['n']
-    now_reference = judging['ref_ms'] and judging['ref_ms'] / judging['n']
-    was_reference = entry.get('baseline_reference_ms')
-    judged = '%.1f ms against %.1f ms before' % (current, baseline)
-    if was_reference and now_reference:
-        # relative to the others: the cluster's load changed meanwhile
-        current, baseline = current / now_reference, baseline / was_reference
-        judged = ('%.2f against %.2f times the other tenants\' latency '
-                  '(%s; theirs %.1f ms, before %.1f ms)' % (
-                      current, baseline, judged, now_reference,
-                      was_reference))
+
+def _verdict(tenant, entry, judging, now, settings):
+    """:func:`_validate` once ``judging`` covers a validation window: the
+    method validated, judged again (worse, but fewer than
+    :data:`WORSE_WINDOWS_TO_DELETE` validation windows in a row), or
+    deleted and held off."""
+    current, baseline, judged = _compared(entry, judging)
     if current <= baseline * (1.0 + settings.margin):
         return dict(_without(entry, 'judging'), validated=True), [
             '%s: %s validated: %s' % (tenant, entry['method'], judged)]
@@ -421,3 +443,22 @@ def _validate(tenant, entry, cls, figures, now, settings, reference):
                    validated=True, holdoff=holdoff, ran_until=ran,
                    reason=reason)
     return deleted, ['%s: deleted: %s' % (tenant, reason)]
+
+
+def _compared(entry, judging):
+    """``(current, baseline, judged)``: the validation window's latency
+    and the baseline, each relative to the other tenants' when both have
+    a reference, else in ms, and how they were compared, in words."""
+    baseline = entry['baseline_ms']
+    current = judging['ms'] / judging['n']
+    now_reference = judging['ref_ms'] and judging['ref_ms'] / judging['n']
+    was_reference = entry.get('baseline_reference_ms')
+    judged = '%.1f ms against %.1f ms before' % (current, baseline)
+    if was_reference and now_reference:
+        # relative to the others: the cluster's load changed meanwhile
+        current, baseline = current / now_reference, baseline / was_reference
+        judged = ('%.2f against %.2f times the other tenants\' latency '
+                  '(%s; theirs %.1f ms, before %.1f ms)' % (
+                      current, baseline, judged, now_reference,
+                      was_reference))
+    return current, baseline, judged

@@ -46,7 +46,7 @@ class RedisStore(Store):
     ``policy:changes``          the change log: sorted set of tenants,
                                 each scored by the version of its last
                                 change; the oldest go beyond
-                                ``CHANGES_KEPT``
+                                ``RedisTable.CHANGES_KEPT``
     ``policy:entries:<token>``  a whole table on its way in (put_table)
     ``leader``                  the lease: owner, with a PX expiry
     ``pins``                    hash of tenant -> pin (JSON)
@@ -84,14 +84,6 @@ class RedisStore(Store):
     CALLS_PER_TRIP = 16
     #: members of a bucket's index, entries of the table, per scan step
     SCAN_COUNT = 1000
-    #: tenants the change log names at most: a worker further behind
-    #: loads the whole table
-    CHANGES_KEPT = 10000
-    #: the most tenants a table update trims off the change log (a big
-    #: update's excess goes over the next updates)
-    TRIM_MOST = 5000
-    #: changed entries per script call of a table update
-    UPDATE_CHUNK = 500
 
     #: the scripts (lua/<name>.lua, where each says what it takes and
     #: returns), read once: a script's text is what names it to Redis
@@ -111,9 +103,8 @@ class RedisStore(Store):
         for name, script in self.SCRIPTS.items():
             setattr(self, '_%s_script' % name,
                     self.client.register_script(script))
-        self._policy_keys = [self._key('policy'),
-                             self._key('policy', 'entries'),
-                             self._key('policy', 'changes')]
+        #: the policy table, kept through this store's client and scripts
+        self.policy_table = RedisTable(self)
 
     @classmethod
     def script_shas(cls):
@@ -236,97 +227,23 @@ class RedisStore(Store):
                         zip(values, map(int, values)))
         return counts
 
-    # -- the table -----------------------------------------------------
+    # -- the table: RedisTable's ---------------------------------------
 
     def table_changes(self, since):
-        since = tuple(since or (None, 0))
-        reply = self._changes_script(keys=self._policy_keys, args=[
-            since[0] or '', since[1], self.CHANGES_KEPT])
-        state = (reply[0] or None, int(reply[1]))
-        if len(reply) == 2:
-            return None if state == since else (state, {}, True)
-        if reply[2] == 'whole':
-            state, table = self._whole()
-            return state, table, True
-        return state, _entries(reply[3:]), False
-
-    def _whole(self):
-        """``(state, table)``: the entries, scanned in steps, then brought
-        up to the latest version with what changed meanwhile."""
-        for _attempt in range(3):
-            state = self.client.hmget(self._policy_keys[0], 'id', 'version')
-            state = (state[0], int(state[1] or 0))
-            if state[0] is None:
-                return (None, 0), {}
-            table, cursor = {}, '0'
-            while True:
-                cursor, tenants, entries = self._entries_script(
-                    keys=[self._policy_keys[1]],
-                    args=[cursor, self.SCAN_COUNT])
-                table.update(zip(json.loads(tenants), json.loads(entries)))
-                if str(cursor) == '0':
-                    break
-            reply = self._changes_script(keys=self._policy_keys, args=[
-                state[0], state[1], self.CHANGES_KEPT])
-            if len(reply) == 2:
-                return state, table
-            if reply[2] == 'delta':
-                for tenant, entry in _entries(reply[3:]).items():
-                    if entry is None:
-                        table.pop(tenant, None)
-                    else:
-                        table[tenant] = entry
-                return (reply[0], int(reply[1])), table
-            # replaced meanwhile: again
-        return state, table
+        return self.policy_table.changes(since)
 
     def get_table(self):
-        (_id, version), table = self._whole()
+        (_id, version), table = self.policy_table.whole()
         return version, table
 
     def put_table(self, table):
-        return self._replace(table)[1]
-
-    def _replace(self, table):
-        table_id = uuid.uuid4().hex
-        new = self._key('policy', 'entries', table_id)
-        items = [(tenant, encode(entry)) for tenant, entry in table.items()]
-        pipe = self.client.pipeline(transaction=False)
-        for start in range(0, len(items), self.UPDATE_CHUNK):
-            pipe.hset(new, mapping=dict(items[start:start +
-                                              self.UPDATE_CHUNK]))
-            # gone by itself if this writer dies before it is in
-            pipe.expire(new, 600)
-            if len(pipe) >= 2 * self.CALLS_PER_TRIP:
-                pipe.execute()
-        pipe.execute()
-        version = self._replace_script(keys=self._policy_keys + [new],
-                                       args=[table_id])
-        return table_id, int(version)
+        return self.policy_table.replace(table)[1]
 
     def update_table(self, since, table, changed):
-        since = tuple(since or (None, 0))
-        pairs = []
-        for tenant in changed:
-            entry = table.get(tenant)
-            pairs += [tenant, '' if entry is None else encode(entry)]
-        calls = [(self._update_script, self._policy_keys, [json.dumps(
-            pairs[start:start + 2 * self.UPDATE_CHUNK])])
-            for start in range(0, len(pairs), 2 * self.UPDATE_CHUNK)]
-        calls.append((self._commit_script, self._policy_keys, [
-            since[0] or '', since[1], uuid.uuid4().hex, len(table),
-            self.CHANGES_KEPT, self.TRIM_MOST]))
-        reply = list(self._trips(calls))[-1]
-        table_id, (version, exact, whole, fresh) = reply[0], map(
-            int, reply[1:])
-        if not whole and (exact or fresh):
-            # the store lost entries (a restart, eviction, an old
-            # snapshot): the whole table, once
-            return self._replace(table)
-        return (table_id, version) if exact and whole else None
+        return self.policy_table.update(since, table, changed)
 
     def table_version(self):
-        return int(self.client.hget(self._policy_keys[0], 'version') or 0)
+        return self.policy_table.version()
 
     # -- lease and pins ------------------------------------------------
 
@@ -359,6 +276,129 @@ class RedisStore(Store):
         except Exception as err:
             health.update(ok=False, error=describe(err))
         return health
+
+
+class RedisTable(object):
+    """The policy table of a :class:`RedisStore`: its entries
+    (``policy:entries``), its state (``policy``: the lineage's id, the
+    version, and the change log's floor) and its change log
+    (``policy:changes``), read and written through the store's client,
+    scripts and round trips (``CALLS_PER_TRIP``, ``SCAN_COUNT``).
+
+    A worker asks what changed since its state (:meth:`changes`): a delta
+    from the change log, or the whole table (:meth:`whole`) when the log
+    no longer reaches back that far.  The leader writes the entries that
+    changed (:meth:`update`); a whole table, as a new lineage
+    (:meth:`replace`), only when the store lost the rest.
+    """
+
+    #: tenants the change log names at most: a worker further behind
+    #: loads the whole table
+    CHANGES_KEPT = 10000
+    #: the most tenants a table update trims off the change log (a big
+    #: update's excess goes over the next updates)
+    TRIM_MOST = 5000
+    #: changed entries per script call of a table update
+    UPDATE_CHUNK = 500
+
+    def __init__(self, store):
+        self.store = store
+        #: what every script of the table is given: KEYS policy,
+        #: policy:entries, policy:changes
+        self.keys = [store._key('policy'), store._key('policy', 'entries'),
+                     store._key('policy', 'changes')]
+
+    def changes(self, since):
+        """:meth:`Store.table_changes
+        <swift_mass.control.stores.base.Store.table_changes>`."""
+        since = tuple(since or (None, 0))
+        reply = self.store._changes_script(keys=self.keys, args=[
+            since[0] or '', since[1], self.CHANGES_KEPT])
+        state = (reply[0] or None, int(reply[1]))
+        if len(reply) == 2:
+            return None if state == since else (state, {}, True)
+        if reply[2] == 'whole':
+            state, table = self.whole()
+            return state, table, True
+        return state, _entries(reply[3:]), False
+
+    def whole(self):
+        """``(state, table)``: the entries, scanned in steps, then brought
+        up to the latest version with what changed meanwhile."""
+        store = self.store
+        for _attempt in range(3):
+            state = store.client.hmget(self.keys[0], 'id', 'version')
+            state = (state[0], int(state[1] or 0))
+            if state[0] is None:
+                return (None, 0), {}
+            table, cursor = {}, '0'
+            while True:
+                cursor, tenants, entries = store._entries_script(
+                    keys=[self.keys[1]], args=[cursor, store.SCAN_COUNT])
+                table.update(zip(json.loads(tenants), json.loads(entries)))
+                if str(cursor) == '0':
+                    break
+            reply = store._changes_script(keys=self.keys, args=[
+                state[0], state[1], self.CHANGES_KEPT])
+            if len(reply) == 2:
+                return state, table
+            if reply[2] == 'delta':
+                for tenant, entry in _entries(reply[3:]).items():
+                    if entry is None:
+                        table.pop(tenant, None)
+                    else:
+                        table[tenant] = entry
+                return (reply[0], int(reply[1])), table
+            # replaced meanwhile: again
+        return state, table
+
+    def replace(self, table):
+        """Put ``table`` whole, as a new lineage: its state."""
+        store = self.store
+        table_id = uuid.uuid4().hex
+        new = store._key('policy', 'entries', table_id)
+        items = [(tenant, encode(entry)) for tenant, entry in table.items()]
+        pipe = store.client.pipeline(transaction=False)
+        for start in range(0, len(items), self.UPDATE_CHUNK):
+            pipe.hset(new, mapping=dict(items[start:start +
+                                              self.UPDATE_CHUNK]))
+            # gone by itself if this writer dies before it is in
+            pipe.expire(new, 600)
+            if len(pipe) >= 2 * store.CALLS_PER_TRIP:
+                pipe.execute()
+        pipe.execute()
+        version = store._replace_script(keys=self.keys + [new],
+                                        args=[table_id])
+        return table_id, int(version)
+
+    def update(self, since, table, changed):
+        """:meth:`Store.update_table
+        <swift_mass.control.stores.base.Store.update_table>`."""
+        store = self.store
+        since = tuple(since or (None, 0))
+        pairs = []
+        for tenant in changed:
+            entry = table.get(tenant)
+            pairs += [tenant, '' if entry is None else encode(entry)]
+        calls = [(store._update_script, self.keys, [json.dumps(
+            pairs[start:start + 2 * self.UPDATE_CHUNK])])
+            for start in range(0, len(pairs), 2 * self.UPDATE_CHUNK)]
+        calls.append((store._commit_script, self.keys, [
+            since[0] or '', since[1], uuid.uuid4().hex, len(table),
+            self.CHANGES_KEPT, self.TRIM_MOST]))
+        reply = list(store._trips(calls))[-1]
+        table_id, (version, exact, whole, fresh) = reply[0], map(
+            int, reply[1:])
+        if not whole and (exact or fresh):
+            # the store lost entries (a restart, eviction, an old
+            # snapshot): the whole table, once
+            return self.replace(table)
+        return (table_id, version) if exact and whole else None
+
+    def version(self):
+        """:meth:`Store.table_version
+        <swift_mass.control.stores.base.Store.table_version>`."""
+        return int(self.store.client.hget(self.keys[0], 'version') or 0)
 
 
 def _entries(flat):

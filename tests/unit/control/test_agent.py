@@ -1,7 +1,7 @@
 import pytest
 
 from swift_mass.control import agent as agent_mod
-from swift_mass.control import controller, monitor
+from swift_mass.control import controller, monitor, stats
 from swift_mass.control.stores.local import LocalStore
 from swift_mass.control.stores.resilient import ResilientStore
 from tests.unit.helpers import Clock
@@ -230,8 +230,8 @@ def test_one_malformed_entry_stops_no_one_elses_decision(bad):
 
 
 def test_statsd_name():
-    assert agent_mod.statsd_name('AUTH_test') == 'AUTH_test'
-    assert agent_mod.statsd_name('AUTH_\xc3\xa9.x:y|z@w') == \
+    assert stats.statsd_name('AUTH_test') == 'AUTH_test'
+    assert stats.statsd_name('AUTH_\xc3\xa9.x:y|z@w') == \
         'AUTH____x_y_z_w'
 
 

@@ -129,9 +129,9 @@ def test_a_worker_the_change_log_no_longer_reaches_loads_it_whole(
         redis_prefixes, redis_db15):
     prefix = redis_prefixes()
     leader = RedisStore(REDIS_URL, prefix=prefix)
-    leader.CHANGES_KEPT = 3
+    leader.policy_table.CHANGES_KEPT = 3
     worker = RedisStore(REDIS_URL, prefix=prefix)
-    worker.CHANGES_KEPT = 3
+    worker.policy_table.CHANGES_KEPT = 3
     table = {}
     states = [None]
     for i in range(6):
@@ -151,7 +151,8 @@ def test_a_big_update_trims_the_change_log_over_several(
         redis_prefixes, redis_db15):
     prefix = redis_prefixes()
     store = RedisStore(REDIS_URL, prefix=prefix)
-    store.CHANGES_KEPT, store.TRIM_MOST = 2, 1
+    store.policy_table.CHANGES_KEPT = 2
+    store.policy_table.TRIM_MOST = 1
     worker = RedisStore(REDIS_URL, prefix=prefix)  # takes deltas of 10,000
     table = {'AUTH_a': {}}
     v1 = store.update_table(None, table, ['AUTH_a'])  # a new lineage
@@ -251,7 +252,8 @@ def test_redis_key_layout(redis_db15, redis_prefixes):
 
     assert redis_db15.zrange(prefix + 'buckets', 0, -1) == [b'%d' % B0]
 
-    table_id, version = store._replace({'AUTH_a:b': {'method': 'cache'}})
+    table_id, version = store.policy_table.replace(
+        {'AUTH_a:b': {'method': 'cache'}})
     assert redis_db15.hgetall(prefix + 'policy') == {
         b'id': table_id.encode(), b'version': b'1', b'floor': b'1'}
     assert redis_db15.hgetall(prefix + 'policy:entries') == {
@@ -284,7 +286,7 @@ def test_redis_keys_are_renamed_on_a_cluster_only():
     assert RedisStore(SENTINEL_URL).prefix == 'mass:'
     store = RedisStore(DOWN_CLUSTER_URL)
     assert store.prefix == '{mass}:'
-    names = store._policy_keys + [
+    names = store.policy_table.keys + [
         store._key('buckets'), store._key('cb', B0),
         store._key('c', B0) + ':AUTH_a', store._key('leader'),
         store._key('pins'), store._key('policy', 'entries', 'a-token')]

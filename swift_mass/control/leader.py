@@ -1,0 +1,148 @@
+"""What the leader decides in a tick (:meth:`Agent.lead
+<swift_mass.control.agent.Agent.lead>`): which tenants' entries may change,
+and each one's new entry, by :mod:`swift_mass.control.controller`.  Writing
+the decisions (to the store, to account sysmeta) is the agent's.
+"""
+from swift_mass.control import controller, monitor
+from swift_mass.tags import OPT_OUT_MARK_HEADER
+
+
+class Decisions(object):
+    """The leader's decisions of one tick.
+
+    :param table: the leader's policy table ``{tenant: entry}``, read, not
+        changed.
+    :param figures: ``{tenant: Figures}`` of every tenant with requests in
+        the window (:meth:`Agent.tenant_figures
+        <swift_mass.control.agent.Agent.tenant_figures>`).
+    :param pins: the operator's pins ``{tenant: pin}``; ``pins_known``:
+        whether the store that keeps them answered.
+    :param opt_out: the tenants opted out by configuration
+        (``opt_out_accounts``).
+    :param durable: where an entry is kept durably (account sysmeta), or
+        None.
+
+    :meth:`make` fills in ``updates``, ``{tenant: new entry or None}``, the
+    entries to write, and ``changed``, those of them that are decisions
+    (not recalled from ``durable`` as they were).
+    """
+
+    def __init__(self, table, figures, pins, pins_known, now, settings,
+                 opt_out, durable, logger):
+        self.table = table
+        self.figures = figures
+        self.pins = pins
+        self.pins_known = pins_known
+        self.now = now
+        self.settings = settings
+        self.opt_out = opt_out
+        self.durable = durable
+        self.logger = logger
+        #: {tenant: new entry or None}, to write
+        self.updates = {}
+        #: of those, the decisions (not recalled as they were)
+        self.changed = []
+        self._empty = monitor.figures([])
+        self._totals = controller.latency_totals(figures.values())
+
+    def tenants(self):
+        """The tenants whose entry may change; any other's stays as it
+        is."""
+        table = self.table
+        tenants = set(self.figures)
+        tenants.update(self.pins)
+        tenants.update(tenant for tenant, entry in table.items()
+                       if not controller.keeps_when_idle(entry))
+        # configured opt-outs take a policy away at once, idle or not
+        tenants.update(tenant for tenant in self.opt_out
+                       if tenant in table and
+                       not controller.is_opted_out(table[tenant]))
+        return tenants
+
+    def make(self):
+        """Decide every tenant of :meth:`tenants`; this, with its
+        ``updates`` and ``changed`` filled in."""
+        for tenant in self.tenants():
+            self._decide_tenant(tenant)
+        return self
+
+    def _decide_tenant(self, tenant):
+        """The tenant's new entry, in ``updates`` (and ``changed``) if it
+        is to be written; each reason for it logged."""
+        previous = self.table.get(tenant)
+        recalled = previous is None and self.durable is not None
+        if recalled:
+            previous = self.durable.load(tenant)
+        own = self.figures.get(tenant, self._empty)
+        why = self._opted_out(tenant, own)
+        if why:
+            # before the pins: an opt-out wins over a pin
+            decided = controller.opt_out(tenant, previous, self.now,
+                                         self.settings, why,
+                                         pinned=tenant in self.pins)
+        elif not self.pins_known and previous and previous.get('pinned') \
+                and tenant not in self.pins:
+            # The store that keeps the operator's pins does not
+            # answer: a pinned tenant keeps its entry, and its durable
+            # copy, until the pins can be read again.
+            if recalled:
+                self.updates[tenant] = previous
+            return
+        else:
+            decided = self._decide(tenant, previous, own)
+        if decided is None:
+            return
+        entry, reasons = decided
+        for reason in reasons:
+            self.logger.info('mass decision: %s', reason)
+        self._note(tenant, entry, previous, recalled)
+
+    def _note(self, tenant, entry, previous, recalled):
+        """``entry``, the tenant's decided entry, in ``updates`` if it
+        differs from the table's, and in ``changed`` if it is new."""
+        if entry is None:
+            # a recalled entry that is no more: its durable copy goes
+            # too, or every tick would recall it again
+            if tenant in self.table or (recalled and previous is not None):
+                self.updates[tenant] = None
+                self.changed.append(tenant)
+        elif entry is not self.table.get(tenant):
+            self.updates[tenant] = entry
+            # an entry recalled from sysmeta as it was is not new
+            if not (recalled and entry is previous):
+                self.changed.append(tenant)
+
+    def _decide(self, tenant, previous, own):
+        """:func:`controller.decide` for one tenant; an entry it cannot
+        read (a malformed one, in the table or in the account's sysmeta)
+        is decided on afresh, as if the tenant had none; None, logged, if
+        even that fails: one bad entry never stops the others'
+        decisions."""
+        totals = self._totals
+        min_requests = self.settings.thresholds.min_requests
+
+        def reference(cls):
+            return controller.reference_latency(cls, totals, own,
+                                                min_requests)
+        for was in (previous, None):
+            try:
+                return controller.decide(tenant, was, own, self.now,
+                                         self.settings,
+                                         pin=self.pins.get(tenant),
+                                         reference=reference)
+            except Exception as err:
+                self.logger.warning(
+                    'mass decision: %s: cannot decide on %s (%s: %s)',
+                    tenant, 'its entry %r' % (was,) if was is not None
+                    else 'it', type(err).__name__, err)
+                if was is None:
+                    return None
+        return None
+
+    def _opted_out(self, tenant, figures):
+        """Why the tenant is opted out of Mass, or None if it is not."""
+        if tenant in self.opt_out:
+            return 'opt_out_accounts'
+        if figures.opted_out:
+            return 'its account\'s %s mark' % OPT_OUT_MARK_HEADER
+        return None
