@@ -6,8 +6,8 @@ A ring variant (``--ring-variant NAME=MODE:POLICY=W``, e.g.
 weighted so that each performance class (slowest first, as the classes
 file of ``swift-mass devices`` orders them) has its share of W of the
 ring's total weight.  The ring is what ``swift-mass weights apply --alpha
-1`` would make of the builder (:func:`swift_mass.cli.weights.step`, so the
-same refusals hold), built in memory once, never written to the builder:
+1`` would make of the builder (:func:`swift_mass.devices.weights.step`, so
+the same refusals hold), built in memory once, never written to the builder:
 the bench installs its ring file for the variant's runs and the
 original ring file for the others, as an operator pushes a ring, and puts
 the original back at the end.
@@ -24,7 +24,8 @@ import time
 from swift.common.ring import RingBuilder
 from swift.common.utils import renamer
 
-from swift_mass.cli import devices, lookup, weights
+from swift_mass.devices import lookup, weights
+from swift_mass.devices.classes import classes_path, load_classes
 
 # swift.common.ring.Ring's reload_time (seconds), which the proxies use:
 # how long a new ring file may go unnoticed
@@ -63,8 +64,7 @@ def weighted_ring(swift_dir, policy, shares, classes_file=None, seed=1):
     """(ring path, the ring file's bytes with POLICY's device weights at
     class shares ``shares``, the step's report).  ValueError when the
     weights do not fit the classes or the step is refused."""
-    classes = devices.load_classes(devices.classes_path(swift_dir,
-                                                        classes_file))
+    classes = load_classes(classes_path(swift_dir, classes_file))
     order = classes['classes']
     checked = lookup.check_weights(list(shares), order)
     device_class = {k: v['class'] for k, v in classes['devices'].items()}

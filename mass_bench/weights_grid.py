@@ -2,7 +2,7 @@
 measurement step on a test cluster, writing the lookup table that
 ``swift-mass weights --table`` reads.
 
-For every class weights W of a grid (:func:`swift_mass.cli.lookup.
+For every class weights W of a grid (:func:`swift_mass.devices.lookup.
 weight_grid`: shares over the device classes of ``swift-mass devices``,
 multiples of ``--step``, none at 0 unless ``--min-weight 0``) and every
 client count N of ``--clients``, one tenant runs the workload (read ratio
@@ -10,7 +10,7 @@ client count N of ``--clients``, one tenant runs the workload (read ratio
 N clients against POLICY's ring weighted by W (``mass_bench.rings``;
 Mass out of the pipelines: this measures the devices, not Mass), and the
 run's mean response time and error ratio are recorded in the table
-(:func:`swift_mass.cli.lookup.record_file`: a W's score is the mean of
+(:func:`swift_mass.devices.lookup.record_file`: a W's score is the mean of
 its runs' F).  W is the outer loop, so the ring changes once per W; the
 rings and the pipeline are put back at the end.
 
@@ -25,7 +25,8 @@ import time
 from mass_bench import bench as bench_mod
 from mass_bench import rings, workloads
 from mass_bench.clients import Tenant
-from swift_mass.cli import devices, lookup
+from swift_mass.devices import lookup
+from swift_mass.devices.classes import classes_path, load_classes
 
 
 def grid_workload(read_ratio, size, objects, clients, seconds, warmup,
@@ -122,7 +123,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         clients = parse_clients(args.clients)
-        classes = devices.load_classes(devices.classes_path(
+        classes = load_classes(classes_path(
             args.swift_dir, args.classes_file))['classes']
         grid = lookup.weight_grid(classes, args.step, args.min_weight)
         account, user, key = args.tenant.split(':')

@@ -98,12 +98,12 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from swift.common.storage_policy import POLICIES
-from swift.common.ring.utils import is_local_device
-from swift.common.utils import Timestamp, whataremyips
+from swift.common.utils import Timestamp
 
 from swift_mass import metrics
 from swift_mass.redis_client import client_from_url, key_prefix
+# moved to swift_mass.ring_devices; still importable from here
+from swift_mass.ring_devices import device_name, ring_devices  # noqa: F401
 
 DEFAULT_PREFIX = 'mass:cache:'
 DEFAULT_TTL = 86400
@@ -718,36 +718,6 @@ def object_key(account, container, obj):
     of arbitrary bytes."""
     name = '/'.join((account, container, obj)).encode('latin-1')
     return hashlib.sha256(name).hexdigest()
-
-
-def device_name(dev):
-    """How a ring device is named in the registry of bumpers."""
-    return '%s:%s/%s' % (dev['ip'], dev['port'], dev['device'])
-
-
-def ring_devices(swift_dir, local_to=None, served=None):
-    """The names (:func:`device_name`) of every device in the object rings
-    of every storage policy, or with ``local_to=(ring_ip, bind_port)``
-    only of those this server serves (``bind_port`` None: every port of
-    ``ring_ip``, as under ``servers_per_port``; a server's ``ring_ip`` is
-    its ``bind_ip`` unless set) and, with ``served``, for which
-    ``served(device)`` (the device's name on disk) is true."""
-    my_ips = None
-    if local_to is not None:
-        my_ips = whataremyips(local_to[0])
-    names = set()
-    for policy in POLICIES:
-        ring = POLICIES.get_object_ring(int(policy), swift_dir)
-        for dev in ring.devs:
-            if not dev:
-                continue
-            if my_ips is not None and not is_local_device(
-                    my_ips, local_to[1], dev['ip'], dev['port']):
-                continue
-            if served is not None and not served(dev['device']):
-                continue
-            names.add(device_name(dev))
-    return names
 
 
 def _text(value):

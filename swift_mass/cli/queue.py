@@ -8,7 +8,7 @@ and sums up::
 
     servers = object_servers('/etc/swift')
     result = report(fetch(servers, timeout=5),
-                    ring_devices('/etc/swift'))
+                    devices_by_server('/etc/swift'))
     print(format_report(result))
 
 Slots are per object-server worker: with ``workers = N`` each server has N
@@ -21,19 +21,17 @@ and is shown as such.  Object servers listen on the storage network only:
 run this where the rings' IPs can be reached.
 
 :func:`report` and :func:`format_report` are plain functions over the
-answers; :func:`ring_devices` reads swift.conf and the ring files and
-:func:`fetch` does the HTTP.
+answers; :func:`devices_by_server` reads swift.conf and the ring files
+and :func:`fetch` does the HTTP.
 """
 import http.client
 import json
-import os
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from swift.common.ring import RingData
-
-from swift_mass.cli import output, rings
+from swift_mass.cli import output
+from swift_mass.ring_devices import load_policies, object_ring_devs
 from swift_mass.tags import QUEUE_ADMIN_PATH
 
 # Summed over every device of every server that answered.
@@ -58,7 +56,7 @@ WORKER_NOTE = ('figures are per object-server worker, summed over the '
                '(with workers = N a device admits up to N x its slots)')
 
 
-def ring_devices(swift_dir):
+def devices_by_server(swift_dir):
     """``{(ip, port): sorted device names}`` of every device in every
     storage policy's object ring (``<swift_dir>/swift.conf`` and its ring
     files); removed devices (None in the ring) are left out.  Raises when
@@ -67,22 +65,17 @@ def ring_devices(swift_dir):
     # report needs and takes its rings from /etc/swift's policies, not
     # swift_dir's.
     servers = {}
-    for policy in rings.load_policies(swift_dir):
-        path = os.path.join(swift_dir, policy.ring_name + '.ring.gz')
-        # RingData, as in swift_mass.cli.rings: no hash path settings needed
-        for dev in RingData.load(path).devs:
-            if dev is None:
-                continue
-            servers.setdefault((dev['ip'], dev['port']), set()).add(
-                dev['device'])
+    for dev in object_ring_devs(swift_dir, load_policies(swift_dir)):
+        servers.setdefault((dev['ip'], dev['port']), set()).add(
+            dev['device'])
     return dict((server, sorted(devices))
                 for server, devices in servers.items())
 
 
 def object_servers(swift_dir):
     """The unique ``(ip, port)`` of every device in every storage policy's
-    object ring, sorted; see :func:`ring_devices`."""
-    return sorted(ring_devices(swift_dir))
+    object ring, sorted; see :func:`devices_by_server`."""
+    return sorted(devices_by_server(swift_dir))
 
 
 def server_name(server):
@@ -165,7 +158,7 @@ def sum_workers(workers):
 def report(answers, devices=None, now=None):
     """The answers of :func:`fetch` as a JSON-serialisable dict.
 
-    devices: :func:`ring_devices`, to list the ring devices a server's
+    devices: :func:`devices_by_server`, to list the ring devices a server's
     workers have no queue for yet (one is made at a device's first
     request).  now: the time (``time.time()``) report ages are measured
     from.
@@ -185,42 +178,17 @@ def report(answers, devices=None, now=None):
     """
     devices = devices or {}
     now = time.time() if now is None else now
-    rows, errors = [], []
+    rows = [server_row(server, answers[server], devices.get(server, ()),
+                       now) for server in sorted(answers)]
+    errors = ['%s: %s' % (row['server'], row['error'])
+              for row in rows if 'error' in row]
     totals = dict((key, 0) for key in TOTALS)
     totals.update(servers=len(answers), servers_read=0, devices=0)
     configured, seen, seen_reported = {}, {}, 0
-    for server in sorted(answers):
-        answer = answers[server]
-        row = {'server': server_name(server), 'ip': server[0],
-               'port': server[1]}
-        rows.append(row)
-        if not isinstance(answer, dict):
-            row['error'] = answer
-            errors.append('%s: %s' % (row['server'], answer))
+    for row in rows:
+        if 'error' in row:
             continue
         totals['servers_read'] += 1
-        for key in ('mode', 'slots_per_device', 'batch_slots', 'deadline',
-                    'adaptive_slots', 'urgent_tenants'):
-            row[key] = answer.get(key)
-        # absent from mass_queue before the proxy could mark tenants
-        row['urgent_seen'] = answer.get('urgent_seen_all',
-                                        answer.get('urgent_seen'))
-        workers = answer.get('workers')
-        if isinstance(workers, dict):
-            workers = dict((pid, worker) for pid, worker in workers.items()
-                           if isinstance(worker, dict))
-        if workers:
-            row['devices'] = sum_workers(workers)
-            row['workers'] = len(workers)
-            times = [w['time'] for w in workers.values()
-                     if isinstance(w.get('time'), (int, float))]
-            row['oldest_report_age'] = \
-                max(0.0, now - min(times)) if times else None
-        else:
-            row['devices'] = answer['devices']
-            row['workers'] = row['oldest_report_age'] = None
-        row['no_queue_yet'] = [d for d in devices.get(server, ())
-                               if d not in row['devices']]
         for stats in row['devices'].values():
             totals['devices'] += 1
             for key in TOTALS:
@@ -235,6 +203,39 @@ def report(answers, devices=None, now=None):
             'urgent': {'configured': configured, 'seen': seen,
                        'seen_reported': seen_reported},
             'note': WORKER_NOTE}
+
+
+def server_row(server, answer, ring_names, now):
+    """One server's row of :func:`report`: ``answer`` is
+    :func:`fetch_one`'s, ``ring_names`` the names of the server's devices
+    in the rings, ``now`` the time report ages are measured from."""
+    row = {'server': server_name(server), 'ip': server[0],
+           'port': server[1]}
+    if not isinstance(answer, dict):
+        row['error'] = answer
+        return row
+    for key in ('mode', 'slots_per_device', 'batch_slots', 'deadline',
+                'adaptive_slots', 'urgent_tenants'):
+        row[key] = answer.get(key)
+    # absent from mass_queue before the proxy could mark tenants
+    row['urgent_seen'] = answer.get('urgent_seen_all',
+                                    answer.get('urgent_seen'))
+    workers = answer.get('workers')
+    if isinstance(workers, dict):
+        workers = dict((pid, worker) for pid, worker in workers.items()
+                       if isinstance(worker, dict))
+    if workers:
+        row['devices'] = sum_workers(workers)
+        row['workers'] = len(workers)
+        times = [w['time'] for w in workers.values()
+                 if isinstance(w.get('time'), (int, float))]
+        row['oldest_report_age'] = \
+            max(0.0, now - min(times)) if times else None
+    else:
+        row['devices'] = answer['devices']
+        row['workers'] = row['oldest_report_age'] = None
+    row['no_queue_yet'] = [d for d in ring_names if d not in row['devices']]
+    return row
 
 
 ROW = '%-21s %-10s %-8s %9s %7s %8s %7s %9s %7s %7s %5s'
@@ -313,7 +314,7 @@ def run(args):
     """``swift-mass queue``: exit status 1 when an object server could not
     be read (or the rings)."""
     def compute():
-        devices = ring_devices(args.swift_dir)
+        devices = devices_by_server(args.swift_dir)
         return report(fetch(sorted(devices), args.timeout), devices)
     return output.emit(args, compute, format_report,
                        lambda result: result['errors'])

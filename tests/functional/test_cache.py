@@ -27,7 +27,7 @@ from swift.common.utils import readconf
 from swift_mass.cli.control import Quiet
 from swift_mass.conf import MassConf
 from swift_mass.control.stores import store_from_conf
-from swift_mass.generations import ring_devices
+from swift_mass.ring_devices import ring_devices
 from swift_mass.redis_client import DEFAULT_REDIS_URL, client_from_url, \
     key_prefix
 from tests.functional.conftest import PROXY, PROXY_CONF, SAIO, Tenant

@@ -12,9 +12,8 @@ from swift.common.swob import str_to_wsgi
 from redis.crc import key_slot
 from redis.exceptions import RedisClusterException
 
-from swift_mass.conf import QueueConf
 from swift_mass.control.stores.redis_store import RedisStore
-from swift_mass.generations import Generations, object_key, ring_devices
+from swift_mass.generations import Generations, object_key
 from swift_mass.proxy.methods.bodies import Entry, RedisBodies
 from swift_mass.redis_client import key_prefix
 from tests.unit.helpers import REDIS_URL, Clock, Logger
@@ -330,58 +329,6 @@ def test_coverage_is_not_asked_of_a_redis_that_just_failed():
 def test_coverage_is_unknown_while_redis_is_down():
     gens = Generations(DOWN_REDIS_URL, Logger())
     assert gens.uncovered(lambda: {'127.0.0.1:6210/sdb1'}) is None
-
-
-def rings_of_two_servers(tmp_path, monkeypatch):
-    """A swift_dir whose three object rings hold an SSD- and an HDD-class
-    device on each of 127.0.0.1 and 127.0.0.2, a port each."""
-    from swift.common.storage_policy import POLICIES
-    from tests.unit.cli.test_queue import build
-    from tests.unit.cli.test_rings import swift_conf
-    for policy in POLICIES:
-        # each policy keeps the ring it loaded first, from any swift_dir
-        monkeypatch.setattr(policy, 'object_ring', None)
-    swift_dir = str(tmp_path)
-    swift_conf(swift_dir, [(0, 'standard', {'default': 'yes'}),
-                           (1, 'fast', {}), (2, 'bulk', {})])
-    devices = [('127.0.0.1', 6210, 'sdb1'), ('127.0.0.1', 6216, 'sdc1'),
-               ('127.0.0.2', 6220, 'sdb2'), ('127.0.0.2', 6226, 'sdc2')]
-    for ring in ('object', 'object-1', 'object-2'):
-        build(swift_dir, ring, 2, devices)
-    return swift_dir
-
-
-def test_ring_devices_of_a_server_per_port_are_found_by_ip(
-        tmp_path, monkeypatch):
-    # under servers_per_port each device has a port of its own; a server
-    # that looked for its bind_port alone registered one of its devices,
-    # and proxies never trusted generations
-    swift_dir = rings_of_two_servers(tmp_path, monkeypatch)
-    assert ring_devices(swift_dir, local_to=('127.0.0.1', None)) == {
-        '127.0.0.1:6210/sdb1', '127.0.0.1:6216/sdc1'}
-    assert ring_devices(swift_dir, local_to=('127.0.0.1', 6210)) == {
-        '127.0.0.1:6210/sdb1'}
-    assert QueueConf({'servers_per_port': '1', 'bind_port': '6210'}
-                     ).ring_port is None
-    assert QueueConf({'bind_port': '6210'}).ring_port == 6210
-
-
-def test_an_object_server_registers_the_devices_of_its_ring_ip(
-        tmp_path, monkeypatch):
-    """mass_queue looked its devices up by bind_ip: on a node whose rings
-    name another address (ring_ip), none registered, and every proxy
-    validated every hit against the object servers forever."""
-    from swift_mass.obj import middleware as object_mw
-    swift_dir = rings_of_two_servers(tmp_path, monkeypatch)
-    devices = tmp_path / 'node'
-    for device in ('sdb2', 'sdc2'):
-        (devices / device).mkdir(parents=True)
-    mw = object_mw.MassQueueMiddleware(lambda env, start: [], {
-        'swift_dir': swift_dir, 'bind_ip': '0.0.0.0',
-        'ring_ip': '127.0.0.2', 'servers_per_port': '1',
-        'devices': str(devices), 'mount_check': 'false'}, logger=Logger())
-    assert mw._local_devices() == {'127.0.0.2:6220/sdb2',
-                                   '127.0.0.2:6226/sdc2'}
 
 
 # -- no write tax: only the tenants whose method reads generations ----------

@@ -7,8 +7,8 @@ import pytest
 from swift.common.ring import RingData
 
 from mass_bench import rings, weights_grid
-from swift_mass.cli import devices, lookup
-from tests.unit.cli import hetero
+from swift_mass.devices import classes, lookup
+from tests.unit.devices import hetero
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def swift_dir(tmp_path):
         'probed_at': 0.0, 'method': 'direct'}
         for n in range(1, 5)
         for kind, iops in (('b', 5000.0), ('c', 250.0))}
-    devices.save_classes(os.path.join(swift_dir, devices.CLASSES_FILE),
+    classes.save_classes(os.path.join(swift_dir, classes.CLASSES_FILE),
                          measured, [600.0], ['hdd', 'ssd'])
     return swift_dir
 

@@ -17,7 +17,7 @@ from swift_mass.conf import QueueConf
 from swift_mass.obj import device_queue
 from swift_mass.obj import middleware as object_mw
 from tests.unit.helpers import Clock, RecordingApp
-from tests.unit.cli.test_rings import swift_conf
+from tests.unit.devices.test_rings import swift_conf
 
 
 def build(swift_dir, ring_name, replicas, devices):
@@ -64,7 +64,7 @@ def swift_dir(tmp_path):
 def test_every_policys_servers_once(swift_dir):
     assert queue_status.object_servers(swift_dir) == \
         saio_servers() + [('127.0.0.5', 6250)]
-    devices = queue_status.ring_devices(swift_dir)
+    devices = queue_status.devices_by_server(swift_dir)
     assert devices[('127.0.0.1', 6210)] == ['sdb1', 'sdb5', 'ssd1']
     assert devices[('127.0.0.3', 6230)] == ['sdb1', 'sdb5']
     assert devices[('127.0.0.5', 6250)] == ['sdb1']

@@ -22,7 +22,8 @@ from swift_mass.conf import ConfigError, QueueConf
 from swift_mass.generations import Generations, object_key
 from swift_mass.obj import middleware as object_mw
 from tests.unit.helpers import REDIS_URL, Clock, Logger, RecordingApp
-from tests.unit.test_generations import rings_of_two_servers, trusting
+from tests.unit.test_generations import trusting
+from tests.unit.test_ring_devices import rings_of_two_servers
 
 
 class CountingLogger(object):

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from swift_mass.cli import probe
+from swift_mass.devices import probe
 
 
 @pytest.fixture

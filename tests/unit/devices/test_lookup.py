@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from swift_mass.cli import lookup
+from swift_mass.devices import lookup
 
 CLASSES = ['slow', 'fast']
 

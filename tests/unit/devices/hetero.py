@@ -9,7 +9,7 @@ import os
 
 from swift.common.ring import RingBuilder
 
-from tests.unit.cli.test_rings import SERVERS, swift_conf
+from tests.unit.devices.test_rings import SERVERS, swift_conf
 
 
 def dev(n, kind, weight=1.0):

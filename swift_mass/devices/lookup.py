@@ -1,8 +1,8 @@
 """Which class weights serve a workload best: BACOS's lookup table.
 
 W = (w1, ..., wL) gives each performance class (slowest first: the
-classes of the devices file, :mod:`swift_mass.cli.devices`) its share of
-a ring's weight; the shares sum to 1.  A workload is (n_clients,
+classes of the devices file, :mod:`swift_mass.devices.classes`) its share
+of a ring's weight; the shares sum to 1.  A workload is (n_clients,
 read_ratio).  For every workload measured the table keeps each W tried,
 its runs, and the best W.
 
@@ -40,7 +40,7 @@ import time
 
 from swift.common.utils import lock_path
 
-from swift_mass.cli import devices
+from swift_mass.devices.classes import write_json
 
 VERSION = 1
 ERROR_PENALTY_S = 10.0
@@ -225,7 +225,7 @@ def load_table(path):
 
 def save_table(path, table):
     """Write ``table`` to ``path`` whole or not at all."""
-    devices.write_json(path, table)
+    write_json(path, table)
 
 
 def record_file(path, classes, n_clients, read_ratio, weights,
