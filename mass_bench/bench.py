@@ -84,7 +84,7 @@ import urllib.parse
 from mass_bench import clients, policy_table, report, resources, rings, \
     summary, workloads
 from mass_bench.ratios import abba
-from swift_mass.cli.store import shared_store
+from swift_mass.shared_store import shared_store
 
 MODES = ('default', 'static', 'mass')
 DEFAULT_TENANTS = ('photos:web:web=A', 'dbdump:dump:dump=B',

@@ -151,7 +151,7 @@ def pinned(pin=NO_METHOD, timeout=30.0):
     the SAIO's leader has put that in the policy table; the store, to
     unpin."""
     import logging
-    from swift_mass.cli.store import shared_store
+    from swift_mass.shared_store import shared_store
     _conf, store = shared_store(PROXY_CONF, logging.getLogger('overhead'))
     store.set_pin(TENANT, pin)
     deadline = time.time() + timeout

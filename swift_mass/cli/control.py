@@ -25,7 +25,7 @@ import sys
 import time
 
 from swift_mass.cli import output
-from swift_mass.cli.store import shared_store
+from swift_mass.shared_store import shared_store
 from swift_mass.conf import ConfigError, substore_option
 from swift_mass.control import classify, controller, monitor
 

@@ -1,5 +1,6 @@
-"""The proxies' shared store, for a command outside the proxy (swift-mass,
-the benchmark)."""
+"""The proxies' shared store, for a process outside the proxy: the
+``swift-mass`` command and the benchmark (both read what the proxies
+share, neither is a proxy)."""
 from swift.common.memcached import load_memcache
 from swift.common.utils import readconf
 
