@@ -11,10 +11,14 @@ Modes, all on the same cluster:
 * ``mass``: Mass in the pipelines, no pins: the control loop decides;
 * a variant (``--variant NAME=MODE:OPTION=VALUE[+OPTION=VALUE...]``): one
   of the modes above with the object servers' ``[filter:mass_queue]``
-  options set so (``tools/saio queue``); every other mode runs with the
-  values the object servers had when the bench began, so a variant and
-  its mode are compared in the same ABBA cycles.  For example
-  ``--variant adaptive=mass:adaptive_slots=true``;
+  options set so (``tools/saio queue``), and with the proxies'
+  ``[filter:mass]`` options for an OPTION written ``mass.OPTION``
+  (``tools/saio mass``); every other mode runs with the values the
+  servers had when the bench began, so a variant and its mode are
+  compared in the same ABBA cycles.  For example
+  ``--variant adaptive=mass:adaptive_slots=true`` or
+  ``--variant unrouted=static:mass.write_substore=`` (an empty value: no
+  write substore);
 * a ring variant (``--ring-variant NAME=MODE:POLICY=W``): one of the modes
   above with POLICY's ring weighted by class weights W, the shares of the
   device classes of ``swift-mass devices`` (``mass_bench.rings``); the
@@ -94,55 +98,93 @@ PROXY_CONF = '/etc/swift/proxy-server.conf'
 # [filter:mass_queue] options in all of them.
 OBJECT_CONF = '/etc/swift/object-server/1.conf'
 QUEUE_SECTION = 'filter:mass_queue'
+MASS_SECTION = 'filter:mass'
+# a variant's OPTION so named is the proxies' [filter:mass] option NAME
+MASS_OPTION_PREFIX = 'mass.'
 # seconds between the seeding (then sync) and the clients: the write-back
 # of a few hundred MB of starting objects is over by then
 SETTLE_SECONDS = 35.0
 
 
 class Variant(object):
-    """A mode run with other ``[filter:mass_queue]`` options."""
+    """A mode run with other ``[filter:mass_queue]`` options (``options``)
+    and other ``[filter:mass]`` options (``mass_options``)."""
 
     FORM = 'NAME=MODE:OPTION=VALUE[+OPTION=VALUE...]'
 
-    def __init__(self, name, mode, options):
+    def __init__(self, name, mode, options, mass_options=None):
         self.name, self.mode, self.options = name, mode, options
+        self.mass_options = mass_options or {}
 
     @classmethod
     def parse(cls, text):
         name, _, rest = text.partition('=')
         mode, _, pairs = rest.partition(':')
         name, mode = name.strip(), mode.strip()
-        options = {}
+        options, mass_options, bad = {}, {}, not pairs
         for pair in pairs.split('+') if pairs else ():
             option, sep, value = pair.partition('=')
-            if not sep or not option.strip() or not value.strip():
-                options = {}
-                break
-            options[option.strip()] = value.strip()
-        if not name or name in MODES or mode not in MODES or not options:
+            option, value = option.strip(), value.strip()
+            if option.startswith(MASS_OPTION_PREFIX):
+                # a proxy option may be emptied (no write substore)
+                option = option[len(MASS_OPTION_PREFIX):]
+                bad = bad or not sep or not option
+                mass_options[option] = value
+            else:
+                bad = bad or not sep or not option or not value
+                options[option] = value
+        if not name or name in MODES or mode not in MODES or bad:
             raise ValueError(
                 '--variant: %r; expected %s with MODE one of %s and a NAME '
                 'that is not one of them' % (text, cls.FORM,
                                              ', '.join(MODES)))
-        return cls(name, mode, options)
+        return cls(name, mode, options, mass_options)
 
 
-def queue_options(path, options):
-    """{option: value} of ``options`` as ``path``'s [filter:mass_queue]
-    sets them; ValueError for one it leaves to its default (the bench could
-    not put that back after a variant)."""
+def section_options(path, section, command, options):
+    """{option: value} of ``options`` as ``path``'s ``section`` sets them;
+    ValueError for one it leaves to its default (the bench could not put
+    that back after a variant).  ``command``: the ``tools/saio`` command
+    that sets them."""
+    if not options:
+        return {}
     parser = configparser.RawConfigParser()
-    if not parser.read(path) or not parser.has_section(QUEUE_SECTION):
-        raise ValueError('--variant: no [%s] in %s' % (QUEUE_SECTION, path))
-    missing = [o for o in options
-               if not parser.has_option(QUEUE_SECTION, o)]
+    if not parser.read(path) or not parser.has_section(section):
+        raise ValueError('--variant: no [%s] in %s' % (section, path))
+    missing = [o for o in options if not parser.has_option(section, o)]
     if missing:
         raise ValueError(
             '--variant: %s not set in %s; set the value the other modes '
-            'should run with first (tools/saio queue %s)' % (
-                ', '.join(sorted(missing)), path,
+            'should run with first (tools/saio %s %s)' % (
+                ', '.join(sorted(missing)), path, command,
                 ' '.join('%s=...' % o for o in sorted(missing))))
-    return {o: parser.get(QUEUE_SECTION, o) for o in options}
+    return {o: parser.get(section, o) for o in options}
+
+
+class ServerOptions(object):
+    """One config section the variants change on the SAIO's servers
+    (``tools/saio COMMAND OPTION=VALUE...`` sets it and restarts them):
+    what every other mode runs with, and what is set now."""
+
+    def __init__(self, saio, command, baseline):
+        self.saio, self.command = saio, command
+        self.baseline = baseline
+        self.now = dict(baseline)
+
+    def set(self, options):
+        """The baseline with ``options`` over it, changing only what
+        differs from what is set now."""
+        wanted = {o: v for o, v in dict(self.baseline, **options).items()
+                  if self.now.get(o) != v}
+        if not wanted:
+            return
+        if self.saio is None:
+            raise RuntimeError('a variant needs tools/saio (--saio PATH)')
+        self.now = {}  # unknown, should the change fail halfway
+        subprocess.run([self.saio, self.command] + sorted(
+            '%s=%s' % pair for pair in wanted.items()), check=True,
+            stdout=subprocess.DEVNULL)
+        self.now = dict(self.baseline, **options)
 
 
 def default_saio():
@@ -165,10 +207,12 @@ class Bench(object):
         # a proxy whose pipeline has no Mass, for the starting objects
         self.seed_url = seed_url
         self.variants = {v.name: v for v in variants}
-        # what every mode but a variant runs with, and what is set now
-        self.queue_baseline = queue_options(object_conf, {
-            o for v in variants for o in v.options}) if variants else {}
-        self.queue_now = dict(self.queue_baseline)
+        self.queue = ServerOptions(saio, 'queue', section_options(
+            object_conf, QUEUE_SECTION, 'queue',
+            {o for v in variants for o in v.options}))
+        self.mass_options = ServerOptions(saio, 'mass', section_options(
+            conf, MASS_SECTION, 'mass',
+            {o for v in variants for o in v.mass_options}))
         self.ring_variants = {v.name: v for v in ring_variants}
         self.rings = rings.RingSwitcher(
             self.ring_variants, swift_dir, classes_file) \
@@ -214,22 +258,10 @@ class Bench(object):
                        stdout=subprocess.DEVNULL)
         self.pipeline = mode
 
-    def _queue(self, options):
-        wanted = {o: v for o, v in options.items()
-                  if self.queue_now.get(o) != v}
-        if not wanted:
-            return
-        if self.saio is None:
-            raise RuntimeError('a variant needs tools/saio (--saio PATH)')
-        self.queue_now = {}  # unknown, should the change fail halfway
-        subprocess.run([self.saio, 'queue'] + sorted(
-            '%s=%s' % pair for pair in wanted.items()), check=True,
-            stdout=subprocess.DEVNULL)
-        self.queue_now = dict(self.queue_baseline, **options)
-
-    def restore_queue(self):
-        """Put back the object servers' options a variant changed."""
-        self._queue(self.queue_baseline)
+    def restore_options(self):
+        """Put back the servers' options a variant changed."""
+        self.queue.set({})
+        self.mass_options.set({})
 
     def restore_rings(self):
         """Put back the ring files a ring variant replaced."""
@@ -239,7 +271,8 @@ class Bench(object):
     def switch(self, mode):
         variant = self.variants.get(mode)
         ring_variant = self.ring_variants.get(mode)
-        self._queue(variant.options if variant else self.queue_baseline)
+        self.queue.set(variant.options if variant else {})
+        self.mass_options.set(variant.mass_options if variant else {})
         if self.rings:
             self.rings.install(mode if ring_variant else None)
         base = variant or ring_variant
@@ -559,8 +592,10 @@ def add_arguments(parser):
     parser.add_argument('--variant', action='append', default=[],
                         help='%s: a mode that runs as MODE with these '
                         '[filter:mass_queue] options on the object servers '
-                        '(the other modes keep the values they had); '
-                        'repeatable' % Variant.FORM)
+                        'and, for an OPTION written mass.OPTION, these '
+                        '[filter:mass] options on the proxies (the other '
+                        'modes keep the values they had); repeatable'
+                        % Variant.FORM)
     parser.add_argument('--ring-variant', action='append', default=[],
                         help='%s: a mode that runs as MODE with POLICY\'s '
                         'ring weighted by class weights W (the other modes '
@@ -668,7 +703,7 @@ def main(argv=None):
             text = report.format_summary(result)
     finally:
         bench.unpin()
-        bench.restore_queue()
+        bench.restore_options()
         bench.restore_rings()
         if bench.pipeline not in (None, 'with'):
             # leave the cluster as it was found: Mass in the pipelines

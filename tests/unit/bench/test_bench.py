@@ -366,7 +366,7 @@ def test_tenants_log_in_with_swiftclient(monkeypatch):
 @pytest.mark.parametrize('text', [
     'adaptive=mass', 'adaptive=fast:adaptive_slots=true',
     'mass=static:adaptive_slots=true', '=mass:a=1', 'x=mass:a',
-    'x=mass:a=1+b'])
+    'x=mass:a=1+b', 'x=mass:a=', 'x=mass:mass.=1', 'x=mass:mass.a'])
 def test_bad_variants_are_refused(text):
     with pytest.raises(ValueError, match='NAME=MODE:OPTION=VALUE'):
         bench.Variant.parse(text)
@@ -390,7 +390,7 @@ def test_a_variant_runs_its_mode_with_its_queue_options(tmp_path):
     for mode in ('default', 'adaptive', 'mass', 'adaptive', 'default'):
         runner.switch(mode)
         assert runner.mode == mode
-    runner.restore_queue()
+    runner.restore_options()
     assert calls.read_text().splitlines() == [
         'pipeline without',
         'queue adaptive_slots=true slots_per_device=4',
@@ -399,6 +399,28 @@ def test_a_variant_runs_its_mode_with_its_queue_options(tmp_path):
         'queue adaptive_slots=true slots_per_device=4',
         'queue adaptive_slots=false slots_per_device=8',
         'pipeline without']
+
+
+def test_a_variant_runs_its_mode_with_its_proxy_options(tmp_path):
+    calls = tmp_path / 'calls'
+    saio = tmp_path / 'saio'
+    saio.write_text('#!/bin/sh\necho "$@" >> %s\n' % calls)
+    saio.chmod(0o755)
+    proxy = tmp_path / 'proxy-server.conf'
+    proxy.write_text('[filter:mass]\nwrite_substore = bulk\n'
+                     'redis_url = redis://127.0.0.1:6399/3\n')
+    variant = bench.Variant.parse('unrouted=mass:mass.write_substore=')
+    assert (variant.options, variant.mass_options) == (
+        {}, {'write_substore': ''})
+    runner = bench.Bench([], 'http://p/auth/v1.0', saio=str(saio),
+                         variants=[variant], conf=str(proxy))
+    for mode in ('mass', 'unrouted', 'unrouted', 'mass'):
+        runner.switch(mode)
+    runner.restore_options()
+    assert calls.read_text().splitlines() == [
+        'pipeline with',
+        'mass write_substore=',
+        'mass write_substore=bulk']
 
 
 def test_a_variant_of_an_option_left_to_its_default_is_refused(tmp_path,
