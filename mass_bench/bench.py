@@ -537,10 +537,28 @@ class Bench(object):
         return {'runs': runs}
 
 
+AUTOGROUP = '/proc/sys/kernel/sched_autogroup_enabled'
+
+
+def autogroup(path=AUTOGROUP):
+    """Whether the kernel shares the CPU between sessions before processes
+    (``sched_autogroup_enabled``); None where it cannot tell.  With it on,
+    a process of another session, even niced, takes as much CPU as the
+    whole cluster and load generator together when both are busy: the
+    bench warns, and ``echo 0 > /proc/sys/kernel/sched_autogroup_enabled``
+    turns it off."""
+    try:
+        with open(path) as f:
+            return f.read().strip() == '1'
+    except (OSError, ValueError):
+        return None
+
+
 def machine():
     return {'host': platform.node(), 'python': platform.python_version(),
             'cpus': os.cpu_count(), 'platform': platform.platform(),
-            'load_average': os.getloadavg()}
+            'load_average': os.getloadavg(),
+            'sched_autogroup': autogroup()}
 
 
 def staged_scenario(name, tenants):
@@ -691,6 +709,11 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     # each run as it ends: removed once results.json holds them all
     bench.keep_runs = os.path.join(args.out, 'runs-so-far.json')
+    if autogroup():
+        print('tools/bench: warning: the kernel shares the CPU by session '
+              '(%s is 1): another session\'s processes, niced or not, take '
+              'CPU from the cluster; echo 0 > %s before measuring'
+              % (AUTOGROUP, AUTOGROUP), file=sys.stderr)
     began = time.time()
     try:
         if args.staged:

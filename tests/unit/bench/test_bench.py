@@ -574,3 +574,13 @@ def test_a_comparison_that_dies_keeps_the_runs_it_finished(monkeypatch,
     runs = json.loads(kept.read_text())['runs']
     assert [r['label'] for r in runs] == [r['label']
                                           for r in comparison()[:3]]
+
+
+def test_the_kernels_autogroup_setting_is_read(tmp_path):
+    flag = tmp_path / 'sched_autogroup_enabled'
+    flag.write_text('1\n')
+    assert bench.autogroup(str(flag)) is True
+    flag.write_text('0\n')
+    assert bench.autogroup(str(flag)) is False
+    assert bench.autogroup(str(tmp_path / 'absent')) is None
+    assert 'sched_autogroup' in bench.machine()
