@@ -422,23 +422,7 @@ class GroupCommitDiskFileWriter(DiskFileWriter):
                             self._diskfile._dirs_created, fsync=False)
         # renamed away: close() has no temp file left to remove
         self._put_succeeded = True
-
-        new_target_path = None
-        if self.next_part_power:
-            new_target_path = replace_partition_in_path(
-                self.manager.devices, target_path, self.next_part_power)
-            if target_path != new_target_path:
-                # Swift fsyncs target_path's directory first; the flush
-                # below covers the rename and the link alike.
-                try:
-                    self.manager.logger.debug(
-                        'Relinking %s to %s due to next_part_power set',
-                        target_path, new_target_path)
-                    relink_paths(target_path, new_target_path)
-                except OSError as exc:
-                    self.manager.logger.exception(
-                        'Relinking %s to %s failed: %s',
-                        target_path, new_target_path, exc)
+        new_target_path = self._relink(target_path)
 
         # Swift's fsync of the directories: the rename, the link and the
         # directories they created.
@@ -458,6 +442,30 @@ class GroupCommitDiskFileWriter(DiskFileWriter):
                 logging.exception('Problem cleaning up %s', self._datadir)
 
             self._part_power_cleanup(target_path, new_target_path)
+
+    def _relink(self, target_path):
+        """Swift's link of the new file into its partition under the next
+        partition power, while the partition power is being increased;
+        returns the file's path under that power (None when no next
+        partition power is set)."""
+        new_target_path = None
+        if self.next_part_power:
+            new_target_path = replace_partition_in_path(
+                self.manager.devices, target_path, self.next_part_power)
+            if target_path != new_target_path:
+                # Swift fsyncs target_path's directory first; the second
+                # flush, once this returns, covers the rename and the link
+                # alike.
+                try:
+                    self.manager.logger.debug(
+                        'Relinking %s to %s due to next_part_power set',
+                        target_path, new_target_path)
+                    relink_paths(target_path, new_target_path)
+                except OSError as exc:
+                    self.manager.logger.exception(
+                        'Relinking %s to %s failed: %s',
+                        target_path, new_target_path, exc)
+        return new_target_path
 
 
 class GroupCommitDiskFile(DiskFile):

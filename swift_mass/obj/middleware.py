@@ -1,14 +1,17 @@
 """The ``mass_queue`` filter of Swift's object servers: the storage-node
 half of Mass, a priority queue per device (:class:`MassQueueMiddleware`).
+
+The filter reads requests and answers them; what it decides is in plain
+classes of its own: the queues (:mod:`swift_mass.obj.queues`, over
+:mod:`swift_mass.obj.device_queue`), the generation bumps
+(:mod:`swift_mass.obj.bumps`) and the reports
+(:mod:`swift_mass.obj.reports`).
 """
-import errno
 import functools
 import json
-import os
 import time
 
 import eventlet
-from eventlet.event import Event
 
 from swift.common.constraints import check_drive, check_utf8
 from swift.common.registry import register_swift_info
@@ -16,13 +19,17 @@ from swift.common.request_helpers import split_and_validate_path
 from swift.common.swob import HTTPException, HTTPServiceUnavailable, \
     Request, str_to_wsgi, wsgi_to_str
 from swift.common.utils import ClosingIterator, config_true_value, \
-    dump_recon_cache, get_logger, load_recon_cache
-from swift.common.wsgi import WSGIContext, load_app_config
+    get_logger
+from swift.common.wsgi import load_app_config
 
 from swift_mass import metrics, tags
 from swift_mass.conf import QueueConf
-from swift_mass.generations import Generations, object_key, ring_devices
-from swift_mass.obj import device_queue
+from swift_mass.generations import object_key
+from swift_mass.generations.writer import GenerationWriter
+from swift_mass.obj import bumps
+from swift_mass.obj.queues import DeviceQueues, ObservedDevices
+from swift_mass.obj.reports import WorkerReports
+from swift_mass.ring_devices import ring_devices
 
 REPLICATION_METHODS = ('REPLICATE', 'SSYNC')
 # Swift's own header, set by its replicators and reconstructor.
@@ -32,18 +39,6 @@ UNQUEUED_METHODS = ('SSYNC',)
 # The object server's paths (swift.obj.server): REPLICATE names a
 # partition (and maybe suffixes), every other method an object.
 PARTITION_METHODS = ('REPLICATE',)
-# Writes that change what a GET of the object answers.
-WRITE_METHODS = ('PUT', 'POST', 'DELETE')
-# Operators mark few tenants urgent; the cap keeps a flood of forged
-# backend requests (storage network only) from growing the set.
-MAX_URGENT_SEEN = 1000
-# Under the object server's recon_cache_path, beside Swift's own
-# object.recon: every worker's queues, keyed by its pid.
-RECON_FILE = 'mass_queue.recon'
-# A report this many stats_interval old is from a worker that stopped
-# writing (hung, or of a server since reconfigured); one interval late is
-# a busy hub.
-STALE_INTERVALS = 2
 
 
 class SlotHoldingIterator(ClosingIterator):
@@ -60,75 +55,6 @@ class SlotHoldingIterator(ClosingIterator):
             super(SlotHoldingIterator, self).close()
         finally:
             self.release()
-
-
-class Observed(object):
-    """In observe mode, what one device's queue would have seen: the
-    requests running at once and at most, those that arrived, and of
-    those, the ones that arrived while ``slots`` were running."""
-    __slots__ = ('slots', 'in_flight', 'peak', 'arrived', 'would_wait')
-
-    def __init__(self, slots):
-        self.slots = slots
-        self.in_flight = self.peak = self.arrived = self.would_wait = 0
-
-    def arrive(self):
-        """A request starts; whether it would have waited, and the
-        callable that ends it (only its first call counts)."""
-        self.arrived += 1
-        waits = self.in_flight >= self.slots
-        if waits:
-            self.would_wait += 1
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
-        ended = []
-
-        def end():
-            if not ended:
-                ended.append(True)
-                self.in_flight -= 1
-        return waits, end
-
-    def stats(self):
-        return {'in_flight': self.in_flight,
-                'peak_in_flight': self.peak, 'arrived': self.arrived,
-                'would_wait': self.would_wait}
-
-
-class BumpedWrite(WSGIContext):
-    """An object write, answered only after the object got a new
-    generation (swift_mass.generations): the object server has written it
-    by the time it answers."""
-
-    def __init__(self, app, generations, logger):
-        super(BumpedWrite, self).__init__(app)
-        self.generations = generations
-        self.logger = logger
-
-    def __call__(self, env, start_response, key, tenant):
-        status = None
-        try:
-            app_iter = self._app_call(env)
-            status = self._get_status_int()
-        finally:
-            # Decided once written: a tenant that entered the bumped set
-            # while this write ran is bumped (no proxy trusts it before
-            # this process registered the set).
-            if self.generations.bumps_writes_of(tenant):
-                self._bump(env, key, status)
-        start_response(self._response_status, self._response_headers,
-                       self._response_exc_info)
-        return app_iter
-
-    def _bump(self, env, key, status):
-        # A refused write changed nothing, but a DELETE's 404 left a
-        # tombstone; an error may have written part of it: bump, and
-        # record the timestamp only of what surely was written.
-        if status is None or status >= 500:
-            self.generations.bump([key])
-        elif status < 400 or (status == 404 and
-                              env['REQUEST_METHOD'] == 'DELETE'):
-            self.generations.bump([key], env.get('HTTP_X_TIMESTAMP'))
 
 
 class MassQueueMiddleware(object):
@@ -231,12 +157,12 @@ class MassQueueMiddleware(object):
     caches rely on them, whatever this server's mode) and still answers
     ``GET /mass_queue`` (with ``"mode": "observe"``).  Instead of its
     queues it reports, per device, what they would have seen
-    (:class:`Observed`): how many requests ran at once, and how many
-    arrived while ``slots_per_device`` were running (in active mode they
-    would have waited, unless a batch or urgent slot took them), also
-    counted as ``queue.would_wait``.  The mode is read at start-up: a
-    reload (``swift-init object-server reload``, SIGHUP) switches it, and
-    the new workers start with no queue.
+    (:class:`swift_mass.obj.queues.Observed`): how many requests ran at
+    once, and how many arrived while ``slots_per_device`` were running (in
+    active mode they would have waited, unless a batch or urgent slot took
+    them), also counted as ``queue.would_wait``.  The mode is read at
+    start-up: a reload (``swift-init object-server reload``, SIGHUP)
+    switches it, and the new workers start with no queue.
 
     Place it immediately left of ``object-server``::
 
@@ -264,25 +190,17 @@ class MassQueueMiddleware(object):
                  spawn=eventlet.spawn_n, sleep=eventlet.sleep):
         self.app = app
         self.conf = QueueConf(conf, server_conf=object_server_conf(conf))
-        self.recon_file = os.path.join(self.conf.recon_cache_path,
-                                       RECON_FILE)
-        self.spawn = spawn
-        self.sleep = sleep
-        # the process whose reports run, and the port its requests came to
-        self._reporting_pid = None
-        self.port = None
         self.logger = logger or get_logger(
             conf, log_route='mass_queue', statsd_tail_prefix='mass_queue')
         metrics.attach(self.logger, conf, metrics.QUEUE_PREFIX)
-        self.clock = clock
-        self.queues = {}
-        #: {device: Observed}, in observe mode
-        self.observed = {}
-        # tenants the proxies marked urgent, for GET /mass_queue
-        self.urgent_seen = set()
+        self.queues = DeviceQueues(self.conf, self.logger, clock)
+        self.observed = ObservedDevices(self.conf.slots_per_device,
+                                        self.logger)
+        self.reports = WorkerReports(self.conf, self.queues, self.observed,
+                                     self.logger, spawn=spawn, sleep=sleep)
         self.generations = None
         if self.conf.redis_url:
-            self.generations = Generations(
+            self.generations = GenerationWriter(
                 self.conf.redis_url, self.logger, ttl=self.conf.generation_ttl,
                 bump_wait=self.conf.bump_wait)
             # Registered from the start, so the proxies trust generations
@@ -301,6 +219,35 @@ class MassQueueMiddleware(object):
                             batch_slots=self.conf.batch_slots,
                             adaptive_slots=self.conf.adaptive_slots,
                             admin_path=tags.QUEUE_ADMIN_PATH)
+
+    def __call__(self, env, start_response):
+        method = env.get('REQUEST_METHOD')
+        if method == 'GET' and env.get('PATH_INFO') == tags.QUEUE_ADMIN_PATH:
+            return self._admin(env, start_response)
+        if self.generations is not None:
+            # once per process: a worker forked after __init__
+            self.generations.start(self._local_devices)
+        self.reports.start(env.get('SERVER_PORT'))
+        label = self._tag(env, method)
+        if method in UNQUEUED_METHODS:
+            return self.app(env, start_response)
+        target = device_and_account(env, method)
+        if target is None:
+            return self.app(env, start_response)
+        device, account, key = target
+        # Bumped whatever the device check below says: were it ever to
+        # disagree with the object server's, a write the object server
+        # serves is bumped still, and one it refuses (507) costs a bump,
+        # not a stale read.
+        app = self._app_for(env, method, account, key)
+        # On every request, as the object server does: a device unmounted
+        # since its queue was made gets its 507 at once.
+        if not self.conf.slots_per_device or not self._serves(device):
+            return app(env, start_response)
+        if not self.conf.active:
+            return self._observed(env, start_response, device, app, label)
+        return self._queued(env, start_response, method, device, account,
+                            label, app)
 
     # ------------------------------------------------------------ tags
 
@@ -329,31 +276,7 @@ class MassQueueMiddleware(object):
                 'priority': label, 'class': cls})
         return label
 
-    # ------------------------------------------------------------ queue
-
-    def _device_and_account(self, env, method):
-        """(device, account or None, object key or None) of a request whose
-        path names a device (``/<device>/<partition>/...``); None for any
-        other (the object server answers those itself: 400 or 412)."""
-        req = Request(env)
-        if not check_utf8(wsgi_to_str(req.path_info), internal=True):
-            return None
-        try:
-            key = None
-            if method in PARTITION_METHODS:
-                device = split_and_validate_path(req, 2, 3, True)[0]
-                account = None
-            else:
-                device, _, account, container, obj = \
-                    split_and_validate_path(req, 5, 5, True)
-                # the key of the WSGI strings, as the proxies make it
-                # (split_and_validate_path gives native ones: a name
-                # beyond ASCII got another key, or none)
-                key = object_key(*map(str_to_wsgi,
-                                      (account, container, obj)))
-        except (HTTPException, ValueError):
-            return None
-        return device, account, key
+    # ------------------------------------------------------------ devices
 
     def _serves(self, device):
         """Whether the object server serves ``device`` now: Swift's device
@@ -364,157 +287,6 @@ class MassQueueMiddleware(object):
             return False
         return True
 
-    def _queue_of(self, device):
-        queue = self.queues.get(device)
-        if queue is None:
-            queue = self.queues[device] = device_queue.DeviceQueue(
-                self.conf, self.clock,
-                on_event=lambda event: metrics.increment(
-                    self.logger, 'queue.' + event, 'events',
-                    {'device': device, 'event': event}))
-        return queue
-
-    def _wait(self, queue, ticket):
-        event = Event()
-        ticket.wake = event.send
-        try:
-            while ticket.state == device_queue.WAITING:
-                wake_at = queue.wake_at()
-                timeout = None if wake_at is None else \
-                    max(0.0, wake_at - self.clock())
-                event.wait(timeout)
-                if ticket.state == device_queue.WAITING:
-                    queue.poll()
-        except BaseException:
-            # Killed while waiting (client gone, server stopping): a
-            # waiting ticket is withdrawn, an admitted one given back.
-            queue.release(ticket)
-            raise
-
-    # ------------------------------------------------------------ reports
-
-    def _start_reports(self, env):
-        """Write this worker's queues every stats_interval, from this
-        process's first request on."""
-        # Not from __init__: Swift's parent process loads the app only to
-        # check the config and never serves (and with workers = 0 the
-        # serving process loads it twice); a report from an app that serves
-        # nothing would count as a worker.
-        pid = os.getpid()
-        if self._reporting_pid == pid:
-            return
-        self._reporting_pid = pid
-        # The port the server listens on: the servers of one node (under
-        # servers_per_port, its ports; or a replication server) share
-        # recon_cache_path, and the CLI asks each port for its own.
-        self.port = env.get('SERVER_PORT')
-        self.spawn(self._report_forever, pid)
-
-    def _report_forever(self, pid):
-        # A worker forked after this thread began inherits it: the
-        # worker's own app reports under its pid, this one stops.
-        while os.getpid() == pid:
-            self.sleep(self.conf.stats_interval)
-            if os.getpid() != pid:
-                return
-            try:
-                self._report()
-            except Exception:
-                # dump_recon_cache logs its own; this is a stats() bug,
-                # which must not end the reports
-                self.logger.exception('mass_queue: report failed')
-
-    def _state(self):
-        """This worker's report."""
-        return {
-            'time': time.time(),
-            'port': self.port,
-            'devices': dict((device, queue.stats()) for device, queue
-                            in self.queues.items()),
-            'urgent_seen': sorted(self.urgent_seen),
-        }
-
-    def _report(self, state=None):
-        dump_recon_cache({str(os.getpid()): state or self._state()},
-                         self.recon_file, self.logger)
-
-    def _workers(self, own):
-        """``{pid: report}`` of this server's workers: ``own`` (this
-        worker's, whether or not its write got through), and every other
-        report of this port younger than STALE_INTERVALS x stats_interval
-        from a process that lives.  Reports of processes gone are removed
-        from the file."""
-        try:
-            reports = load_recon_cache(self.recon_file)
-        except (OSError, ValueError) as err:
-            self.logger.warning('mass_queue: cannot read %s: %s'
-                                % (self.recon_file, err))
-            reports = {}
-        oldest = own['time'] - STALE_INTERVALS * self.conf.stats_interval
-        workers, gone = {}, []
-        for pid, report in (reports if isinstance(reports, dict)
-                            else {}).items():
-            if not isinstance(report, dict) or not pid.isdigit():
-                continue
-            if not process_lives(int(pid)):
-                gone.append(pid)
-            elif report.get('port') == self.port and \
-                    report.get('time', 0) >= oldest:
-                workers[pid] = report
-        workers[str(os.getpid())] = own
-        if gone:
-            # {} removes a key in dump_recon_cache, as the replicator
-            # clears the stats of devices it no longer has
-            dump_recon_cache(dict((pid, {}) for pid in gone),
-                             self.recon_file, self.logger)
-        return dict((pid, {'time': report.get('time'),
-                           # dump_recon_cache drops an empty dict
-                           'devices': report.get('devices') or {},
-                           'urgent_seen': report.get('urgent_seen') or []})
-                    for pid, report in workers.items())
-
-    def _admin(self, env, start_response):
-        conf = self.conf
-        self._start_reports(env)
-        own = self._state()
-        self._report(own)
-        workers = self._workers(own)
-        urgent_seen_all = set()
-        for report in workers.values():
-            urgent_seen_all.update(report['urgent_seen'])
-        body = json.dumps({
-            'mode': conf.mode,
-            'slots_per_device': conf.slots_per_device,
-            'batch_slots': conf.batch_slots,
-            'deadline': conf.deadline,
-            'max_refusals_per_minute': conf.max_refusals_per_minute,
-            'urgent_tenants': sorted(conf.urgent_tenants),
-            'urgent_seen': sorted(self.urgent_seen),
-            'adaptive_slots': conf.adaptive_slots,
-            'devices': dict((device, queue.stats()) for device, queue
-                            in self.queues.items()),
-            'observed': dict((device, seen.stats()) for device, seen
-                             in self.observed.items()),
-            'stats_interval': conf.stats_interval,
-            'workers': workers,
-            'urgent_seen_all': sorted(urgent_seen_all),
-        }, sort_keys=True).encode('utf-8')
-        start_response('200 OK', [('Content-Type', 'application/json'),
-                                  ('Content-Length', str(len(body)))])
-        return [body]
-
-    def _app_for(self, env, method, account, key):
-        """The object server, or for a client's object write, the object
-        server with a generation bump (replication moves versions that
-        were written already)."""
-        if self.generations is None or key is None or \
-                method not in WRITE_METHODS or \
-                config_true_value(env.get(REPLICATION_ENV)):
-            return self.app
-        return functools.partial(
-            BumpedWrite(self.app, self.generations, self.logger), key=key,
-            tenant=str_to_wsgi(account))
-
     def _local_devices(self):
         # only what the object server serves: a registration says its
         # writes are bumped, and only a write it serves can be
@@ -522,108 +294,84 @@ class MassQueueMiddleware(object):
                             local_to=(self.conf.ring_ip, self.conf.ring_port),
                             served=self._serves)
 
+    # ------------------------------------------------------------ serving
+
+    def _app_for(self, env, method, account, key):
+        """The object server, or for a client's object write, the object
+        server with a generation bump (replication moves versions that
+        were written already)."""
+        if self.generations is None or key is None or not bumps.is_bumped(
+                method, config_true_value(env.get(REPLICATION_ENV))):
+            return self.app
+        return functools.partial(
+            bumps.BumpedWrite(self.app, self.generations, self.logger),
+            key=key, tenant=str_to_wsgi(account))
+
     def _queued(self, env, start_response, method, device, account, label,
                 app):
         """Serve the request once its device's queue admits it, or answer
         503 when it waited past its deadline."""
-        queue = self._queue_of(device)
-        urgent = env.get(tags.URGENT_ENV) == tags.URGENT
-        # The tenant is the path's account, a native string as the
-        # configured urgent_tenants are; an X-Backend-Mass-Tenant (sent by
-        # proxies older than this filter, naming the same account) is
-        # ignored.
-        tenant = (account or None) \
-            if self.conf.urgent_tenants or urgent else None
-        if urgent and len(self.urgent_seen) < MAX_URGENT_SEEN:
-            self.urgent_seen.add(tenant or '')
-        batch = (self.conf.batch_slots and method == 'PUT' and
-                 env.get(tags.BATCH_ENV) == tags.BATCH)
-        ticket = queue.arrive(env[tags.ENV_PRIORITY], tenant, batch,
-                              urgent=urgent)
-        if ticket.state == device_queue.WAITING:
-            # A statsd packet costs the object server some 20 us of CPU:
-            # a request admitted at once sends none beyond its priority.
-            labels = {'device': device, 'priority': label}
-            metrics.timing(self.logger, 'queue.depth', 'depth',
-                           queue.waiting, labels)
-            self._wait(queue, ticket)
-            waited = ticket.waited
-            if waited is None:  # refused: it waited until now
-                waited = self.clock() - ticket.arrival
-            metrics.timing(self.logger, 'queue.wait.' + label,
-                           'wait_timing', waited * 1000.0, labels)
-        if ticket.state != device_queue.ADMITTED:
-            metrics.increment(self.logger, 'queue.refused', 'refused',
-                              {'device': device, 'priority': label})
+        release = self.queues.admit(
+            device, method, env[tags.ENV_PRIORITY], label, account,
+            urgent=env.get(tags.URGENT_ENV) == tags.URGENT,
+            batch=env.get(tags.BATCH_ENV) == tags.BATCH)
+        if release is None:
             return HTTPServiceUnavailable(
                 body=b'Device %s busy; retry later.\n' % device.encode(
                     'utf-8'),
                 headers={'Retry-After': str(self.conf.retry_after)})(
                     env, start_response)
-        try:
-            app_iter = app(env, start_response)
-        except BaseException:
-            queue.release(ticket)
-            raise
-        return SlotHoldingIterator(app_iter, lambda: queue.release(ticket))
-
-    def __call__(self, env, start_response):
-        method = env.get('REQUEST_METHOD')
-        if method == 'GET' and env.get('PATH_INFO') == tags.QUEUE_ADMIN_PATH:
-            return self._admin(env, start_response)
-        if self.generations is not None:
-            # once per process: a worker forked after __init__
-            self.generations.start(self._local_devices)
-        self._start_reports(env)
-        label = self._tag(env, method)
-        if method in UNQUEUED_METHODS:
-            return self.app(env, start_response)
-        target = self._device_and_account(env, method)
-        if target is None:
-            return self.app(env, start_response)
-        device, account, key = target
-        # Bumped whatever the device check below says: were it ever to
-        # disagree with the object server's, a write the object server
-        # serves is bumped still, and one it refuses (507) costs a bump,
-        # not a stale read.
-        app = self._app_for(env, method, account, key)
-        # On every request, as the object server does: a device unmounted
-        # since its queue was made gets its 507 at once.
-        if not self.conf.slots_per_device or not self._serves(device):
-            return app(env, start_response)
-        if not self.conf.active:
-            return self._observed(env, start_response, device, app, label)
-        return self._queued(env, start_response, method, device, account,
-                            label, app)
+        return serve_holding(app, env, start_response, release)
 
     def _observed(self, env, start_response, device, app, label):
         """Serve the request at once (observe mode), noting what its
         device's queue would have seen."""
-        seen = self.observed.get(device)
-        if seen is None:
-            seen = self.observed[device] = Observed(
-                self.conf.slots_per_device)
-        waits, end = seen.arrive()
-        if waits:
-            metrics.increment(self.logger, 'queue.would_wait', 'would_wait',
-                              {'device': device, 'priority': label})
-        try:
-            app_iter = app(env, start_response)
-        except BaseException:
-            end()
-            raise
-        return SlotHoldingIterator(app_iter, end)
+        return serve_holding(app, env, start_response,
+                             self.observed.arrive(device, label))
+
+    def _admin(self, env, start_response):
+        self.reports.start(env.get('SERVER_PORT'))
+        body = json.dumps(self.reports.status(),
+                          sort_keys=True).encode('utf-8')
+        start_response('200 OK', [('Content-Type', 'application/json'),
+                                  ('Content-Length', str(len(body)))])
+        return [body]
 
 
-def process_lives(pid):
-    """Whether process ``pid`` exists (the recon file outlives the
-    workers that wrote it)."""
+def device_and_account(env, method):
+    """(device, account or None, object key or None) of a request whose
+    path names a device (``/<device>/<partition>/...``); None for any
+    other (the object server answers those itself: 400 or 412)."""
+    req = Request(env)
+    if not check_utf8(wsgi_to_str(req.path_info), internal=True):
+        return None
     try:
-        os.kill(pid, 0)
-    except OSError as err:
-        # EPERM: it exists, run by another user
-        return err.errno != errno.ESRCH
-    return True
+        key = None
+        if method in PARTITION_METHODS:
+            device = split_and_validate_path(req, 2, 3, True)[0]
+            account = None
+        else:
+            device, _, account, container, obj = \
+                split_and_validate_path(req, 5, 5, True)
+            # the key of the WSGI strings, as the proxies make it
+            # (split_and_validate_path gives native ones: a name
+            # beyond ASCII got another key, or none)
+            key = object_key(*map(str_to_wsgi,
+                                  (account, container, obj)))
+    except (HTTPException, ValueError):
+        return None
+    return device, account, key
+
+
+def serve_holding(app, env, start_response, release):
+    """``app``'s answer, its body holding the request's slot until
+    ``release`` gives it back; given back at once if ``app`` raises."""
+    try:
+        app_iter = app(env, start_response)
+    except BaseException:
+        release()
+        raise
+    return SlotHoldingIterator(app_iter, release)
 
 
 def object_server_conf(conf):

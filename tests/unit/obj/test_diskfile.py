@@ -19,7 +19,8 @@ from swift.common import storage_policy
 from swift.common.storage_policy import REPL_POLICY, StoragePolicy, \
     StoragePolicyCollection
 from swift.common.swob import Request
-from swift.common.utils import Timestamp, get_logger, md5
+from swift.common.utils import Timestamp, get_logger, md5, \
+    replace_partition_in_path
 from swift.obj.server import ObjectController
 
 from swift_mass.obj import diskfile as mass_diskfile
@@ -767,3 +768,24 @@ def test_flushes_labeled_by_device(devices, policy, timestamps, syncfs,
                if line.startswith('swift_mass_group_commit_flush_timing:')]
     assert len(timings) == flushes
     assert all(line.endswith('|ms|#device:sda') for line in timings)
+
+
+def test_a_put_while_the_partition_power_increases_is_linked_under_the_next(
+        manager, policy, timestamps, syncfs):
+    # as Swift's writer does: the new file also in its partition under the
+    # next partition power, for the relinker; both covered by the second
+    # flush
+    timestamp = next(timestamps)
+    df = manager.get_diskfile('sda', '0', 'a', 'c', 'o', policy=policy,
+                              next_part_power=16)
+    with df.create() as writer:
+        writer.write(b'body')
+        writer.put({'X-Timestamp': timestamp.internal,
+                    'Content-Type': 'text/plain', 'Content-Length': '4',
+                    'ETag': md5(b'body', usedforsecurity=False).hexdigest()})
+    data_file = os.path.join(df._datadir, timestamp.internal + '.data')
+    relinked = replace_partition_in_path(manager.devices, data_file, 16)
+    assert relinked != data_file
+    assert os.stat(relinked).st_ino == os.stat(data_file).st_ino
+    device = os.stat(manager.devices).st_dev
+    assert syncfs.filesystems == [device, device]

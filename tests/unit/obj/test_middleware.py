@@ -19,9 +19,12 @@ from swift.common.wsgi import loadapp
 
 from swift_mass.obj import device_queue
 from swift_mass.conf import ConfigError, QueueConf
-from swift_mass.generations import Generations, object_key
+from swift_mass.generations import object_key
+from swift_mass.generations.publisher import BumpedSetPublisher
+from swift_mass.generations.reader import GenerationReader
 from swift_mass.obj import middleware as object_mw
 from tests.unit.helpers import REDIS_URL, Clock, Logger, RecordingApp
+from tests.unit.obj.test_reports import dead_pid
 from tests.unit.test_generations import trusting
 from tests.unit.test_ring_devices import rings_of_two_servers
 
@@ -34,14 +37,14 @@ class CountingLogger(object):
         self.timings = {}
         self.lines = []
 
-    def info(self, line):
-        self.lines.append(('info', line))
+    def info(self, line, *args):
+        self.lines.append(('info', line % args if args else line))
 
-    def warning(self, line):
-        self.lines.append(('warning', line))
+    def warning(self, line, *args):
+        self.lines.append(('warning', line % args if args else line))
 
-    def exception(self, line):
-        self.lines.append(('exception', line))
+    def exception(self, line, *args):
+        self.lines.append(('exception', line % args if args else line))
 
     def increment(self, metric):
         self.counts[metric] = self.counts.get(metric, 0) + 1
@@ -74,14 +77,14 @@ class Spawned(list):
 def make(conf=None, app=None, clock=None):
     """The filter on DEVICES, directories that are not mount points (as on
     a SAIO: mount_check = false), unless `conf` says otherwise; its
-    reports go to RECON, and its green threads to ``mw.spawn``."""
+    reports go to RECON, and its green threads to ``mw.reports.spawn``."""
     app = app or RecordingApp()
     logger = CountingLogger()
     conf = dict({'devices': DEVICES, 'mount_check': 'false',
                  'recon_cache_path': RECON}, **(conf or {}))
     mw = object_mw.MassQueueMiddleware(app, conf, logger=logger,
-                                       clock=clock or Clock())
-    mw.spawn = Spawned()
+                                       clock=clock or Clock(),
+                                       spawn=Spawned())
     return mw, app, logger
 
 
@@ -541,8 +544,7 @@ def test_mount_check_is_on_by_default():
     mw = object_mw.MassQueueMiddleware(
         BodyApp(), {'devices': DEVICES, 'slots_per_device': '1',
                     'recon_cache_path': RECON},
-        logger=CountingLogger(), clock=Clock())
-    mw.spawn = Spawned()
+        logger=CountingLogger(), clock=Clock(), spawn=Spawned())
     start(mw)[1].close()
     assert mw.queues == {}
     with mounted('sdb1'):
@@ -755,11 +757,11 @@ def bumping(status=201, **conf):
     conf.update(devices=devices, mount_check='false', redis_url=REDIS_URL,
                 recon_cache_path=RECON)
     # a proxy's generations, trusting the tenant's
-    gens = trusting(Generations(REDIS_URL, Logger()), ('AUTH_t',))
+    gens = trusting(GenerationReader(REDIS_URL, Logger()), ('AUTH_t',))
     server = ObjectServer(gens, status)
-    mw = object_mw.MassQueueMiddleware(server, conf, logger=CountingLogger())
+    mw = object_mw.MassQueueMiddleware(server, conf, logger=CountingLogger(),
+                                       spawn=Spawned())
     mw.generations.start = lambda names=None: None  # no heartbeat thread
-    mw.spawn = Spawned()
     return mw, server, gens
 
 
@@ -828,9 +830,8 @@ def test_without_redis_a_write_waits_at_most_bump_wait():
         'devices': devices, 'mount_check': 'false',
         'redis_url': 'redis://127.0.0.1:1/0', 'bump_wait_ms': '30',
         'recon_cache_path': RECON},
-        logger=CountingLogger())
+        logger=CountingLogger(), spawn=Spawned())
     mw.generations.start = lambda names=None: None
-    mw.spawn = Spawned()
     repairs = []
     mw.generations.spawn = repairs.append
     started = time.monotonic()
@@ -852,7 +853,7 @@ def test_without_redis_url_nothing_is_bumped():
 def test_a_write_of_a_tenant_without_cache_or_merge_costs_no_redis_call():
     mw, server, gens = bumping()
     mw.generations.names = lambda: {'127.0.0.1:6210/sdb1'}
-    gens.publish_bumped({'AUTH_other'})
+    BumpedSetPublisher(gens).publish({'AUTH_other'})
     assert mw.generations.heartbeat()
     calls = []
     for client in (mw.generations.client, mw.generations.bump_client):
@@ -933,7 +934,7 @@ def test_the_filter_learns_the_object_servers_own_options(
     assert isinstance(mw, object_mw.MassQueueMiddleware)
     assert (mw.conf.devices, mw.conf.mount_check, mw.conf.ring_port) == (
         str(devices), False, None)
-    assert mw.recon_file == str(tmp_path / 'mass_queue.recon')
+    assert mw.reports.recon_file == str(tmp_path / 'mass_queue.recon')
     assert mw._local_devices() == {'127.0.0.1:6210/sdb1',
                                    '127.0.0.1:6216/sdc1'}
 
@@ -1043,17 +1044,17 @@ def test_stats_interval_and_recon_cache_path():
 
 def test_a_worker_reports_its_queues_every_stats_interval(tmp_path):
     mw, _, _ = recon_of(tmp_path, {'stats_interval': '7'})
-    assert mw.spawn == []  # not in a process that serves nothing
+    assert mw.reports.spawn == []  # not in a process that serves nothing
     call(mw)
     call(mw)
-    [(report_forever, args)] = mw.spawn  # once per process
+    [(report_forever, args)] = mw.reports.spawn  # once per process
     slept = []
 
     def sleep(seconds):
         slept.append(seconds)
         if len(slept) == 3:
             raise eventlet.greenlet.GreenletExit()
-    mw.sleep = sleep
+    mw.reports.sleep = sleep
     with pytest.raises(eventlet.greenlet.GreenletExit):
         report_forever(*args)
     assert slept == [7.0, 7.0, 7.0]
@@ -1067,17 +1068,11 @@ def test_a_worker_reports_its_queues_every_stats_interval(tmp_path):
 def test_a_forked_worker_stops_the_reports_it_inherited(tmp_path):
     mw, _, _ = recon_of(tmp_path)
     call(mw)
-    [(report_forever, args)] = mw.spawn
-    mw.sleep = lambda seconds: None
+    [(report_forever, args)] = mw.reports.spawn
+    mw.reports.sleep = lambda seconds: None
     with mock.patch('os.getpid', return_value=os.getpid() + 1):
         report_forever(*args)  # returns at once
     assert not os.path.exists(recon_file(tmp_path))
-
-
-def dead_pid():
-    child = subprocess.Popen([sys.executable, '-c', 'pass'])
-    child.wait()
-    return child.pid
 
 
 def test_admin_answers_every_worker_of_its_server(tmp_path):
@@ -1133,8 +1128,3 @@ def test_admin_answers_its_own_state_when_the_recon_cache_fails(tmp_path):
     assert [line for level, line in logger.lines
             if level == 'exception'][0].startswith(
                 'Exception dumping recon cache')
-
-
-def test_process_lives():
-    assert object_mw.process_lives(os.getpid())
-    assert not object_mw.process_lives(dead_pid())
