@@ -357,7 +357,7 @@ class Setup(object):
         from swift_mass.control import classify, controller
         from swift_mass.control.agent import Agent
         from swift_mass.control.stores.redis_store import RedisStore
-        from swift_mass.generations import Generations
+        from swift_mass.generations.core import Generations
         self.url, self.tenants, self.kind = url, tenants, spread_kind
         self.timeout_ms = args.timeout_ms
         self.prefix = fresh_prefix()

@@ -51,7 +51,7 @@ lost a master and has not promoted its replica yet) waits 0.25 s in
 redis-py first, once per period the caller's breaker lets through.
 
 **Set-up of a connection.**  ``connected(connection)`` (Mass's rollback
-defence, :meth:`swift_mass.generations.Generations._connected`) runs on
+defence, :meth:`swift_mass.generations.core.Generations._connected`) runs on
 every new connection once redis-py has set it up (HELLO, AUTH, SELECT),
 before the connection serves a command: on one Redis, on the Sentinel
 master's connections (a promoted replica is reached by new connections)

@@ -41,7 +41,8 @@ import time
 
 from swift_mass import metrics
 from swift_mass.control import controller, leader, monitor, stats
-from swift_mass.generations import bumped_tenants
+from swift_mass.generations.publisher import BumpedSetPublisher, \
+    bumped_tenants
 
 
 @contextlib.contextmanager
@@ -105,8 +106,10 @@ class Agent(object):
         self.window = monitor.Window(bucket_seconds, clock)
         self.durable = durable
         #: where the leader publishes the tenants whose writes the object
-        #: servers bump (swift_mass.generations), if anyone reads them
-        self.generations = generations
+        #: servers bump (swift_mass.generations), if anyone reads them:
+        #: through ``generations``, the proxy's
+        self.publisher = None if generations is None else \
+            BumpedSetPublisher(generations)
         self.clock = clock
         #: per-tenant statsd counters of a flush for at most this many
         #: tenants (None: all)
@@ -213,9 +216,9 @@ class Agent(object):
             self.opt_out, self.durable, self.logger).make()
         if decisions.updates:
             self._write(decisions.updates, decisions.changed)
-        if self.generations is not None:
+        if self.publisher is not None:
             # at every tick, not only on a change: Redis may have lost it
-            self.generations.publish_bumped(bumped_tenants(self.table))
+            self.publisher.publish(bumped_tenants(self.table))
 
     def _write(self, updates, changed):
         """The leader's decisions into its table and the store's, and each

@@ -37,7 +37,7 @@ sys.addaudithook(_refuse_machine_services)
 @command((), (bytes,))
 def info(socket, *_sections):
     """fakeredis has no INFO; Mass reads a server's run_id from it
-    (swift_mass.generations.redis_run_id).  A FakeServer keeps one
+    (swift_mass.generations.core.redis_run_id).  A FakeServer keeps one
     ``run_id``; a test "restarts" Redis by giving it a new one."""
     server = socket._server
     if getattr(server, 'run_id', None) is None:

@@ -1,10 +1,14 @@
 """Generations under the ways Redis misbehaves (swift_mass.generations),
 against fakeredis: its INFO gives a run_id the tests change to stand for a
 new server process (tests/unit/conftest.py).  The functional tests do the
-same to a real Redis."""
+same to a real Redis.  A proxy's reader, an object server's writer and the
+leader's publisher each have their own object, as in a cluster, sharing
+one Redis and prefix."""
+import importlib.resources
 import os
 import time
 import uuid
+import weakref
 
 import pytest
 import redis
@@ -13,7 +17,10 @@ from redis.crc import key_slot
 from redis.exceptions import RedisClusterException
 
 from swift_mass.control.stores.redis_store import RedisStore
-from swift_mass.generations import Generations, object_key
+from swift_mass.generations import object_key
+from swift_mass.generations.publisher import BumpedSetPublisher
+from swift_mass.generations.reader import GenerationReader
+from swift_mass.generations.writer import GenerationWriter
 from swift_mass.proxy.methods.bodies import Entry, RedisBodies
 from swift_mass.redis_client import key_prefix
 from tests.unit.helpers import REDIS_URL, Clock, Logger
@@ -27,21 +34,59 @@ SENTINEL_URL = 'redis+sentinel://127.0.0.1:26390/mass'
 DEVICE = '127.0.0.1:6210/sdb1'
 
 
-def trusting(generations, tenants=('t',)):
-    """``generations`` as a proxy's, trusted for ``tenants``: they are
-    published as bumped, and an object server of the one DEVICE (here the
-    same object) applies that set."""
-    generations.publish_bumped(tenants)
-    generations.names = lambda: {DEVICE}
-    assert generations.heartbeat()
-    assert generations.uncovered(lambda: {DEVICE}, period=0) == frozenset()
-    return generations
+def publish(generations, tenants):
+    """What the leader does: ``tenants`` published as bumped, through
+    ``generations``; the set's version."""
+    return BumpedSetPublisher(generations).publish(tenants)
+
+
+def object_server(prefix, clock=None):
+    """One object server process serving the one DEVICE."""
+    server = GenerationWriter(REDIS_URL, Logger(), prefix=prefix,
+                              clock=clock or Clock())
+    server.names = lambda: {DEVICE}
+    return server
+
+
+def reader_of(prefix, clock=None):
+    return GenerationReader(REDIS_URL, Logger(), prefix=prefix,
+                            clock=clock or Clock())
+
+
+def covered(reader):
+    return reader.uncovered(lambda: {DEVICE}, period=0) == frozenset()
+
+
+# per reader, the object server whose heartbeat applies the set trusting()
+# published: the same one at every call, as the device's one process
+_servers = weakref.WeakKeyDictionary()
+
+
+def trusting(reader, tenants=('t',)):
+    """``reader``, a proxy's, trusted for ``tenants``: they are published
+    as bumped, and an object server of the one DEVICE applies that set."""
+    publish(reader, tenants)
+    server = _servers.get(reader)
+    if server is None:
+        server = _servers[reader] = object_server(reader.prefix)
+    assert server.heartbeat()
+    assert covered(reader)
+    return reader
 
 
 @pytest.fixture
-def gens():
-    return trusting(Generations(REDIS_URL, Logger(),
-                                prefix='t:%s:' % uuid.uuid4().hex))
+def reader(prefix):
+    """A proxy's generations, trusting the tenant 't'."""
+    return trusting(GenerationReader(REDIS_URL, Logger(), prefix=prefix))
+
+
+@pytest.fixture
+def writer(prefix):
+    """The generations of an object server (of the one DEVICE) in the
+    reader's Redis."""
+    writer = GenerationWriter(REDIS_URL, Logger(), prefix=prefix)
+    writer.names = lambda: {DEVICE}
+    return writer
 
 
 def server_of(generations):
@@ -52,14 +97,16 @@ def server_of(generations):
         generations.client.connection_pool.release(connection)
 
 
-def restart(generations, keys):
+def restart(keys, *connected):
     """What a restart from a snapshot does: the process (run_id) is new,
-    every connection is cut, and Redis holds the keys as they were."""
+    every connection (of the ``connected`` generations) is cut, and Redis
+    holds the keys as they were."""
     for key, value in keys.items():
-        generations.client.restore(key, 0, value, replace=True)
-    server_of(generations).run_id = uuid.uuid4().hex
-    generations.client.connection_pool.disconnect()
-    generations.bump_client.connection_pool.disconnect()
+        connected[0].client.restore(key, 0, value, replace=True)
+    server_of(connected[0]).run_id = uuid.uuid4().hex
+    for generations in connected:
+        generations.client.connection_pool.disconnect()
+        generations.bump_client.connection_pool.disconnect()
 
 
 def snapshot(generations):
@@ -67,55 +114,75 @@ def snapshot(generations):
             generations.client.scan_iter(match=generations.prefix + '*')}
 
 
-def test_a_lost_key_is_a_new_token(gens):
-    first, _ = gens.read('k', 't')
-    assert gens.read('k', 't')[0] == first
-    gens.client.delete(*gens.client.scan_iter(match=gens.prefix + '*'))
-    assert gens.read('k', 't')[0] != first
+def test_a_lost_key_is_a_new_token(reader):
+    first, _ = reader.read('k', 't')
+    assert reader.read('k', 't')[0] == first
+    reader.client.delete(*reader.client.scan_iter(match=reader.prefix + '*'))
+    assert reader.read('k', 't')[0] != first
 
 
-def test_a_read_writes_a_generation_only_when_there_is_none(gens):
+def test_a_read_writes_a_generation_only_when_there_is_none(reader):
     """A hit's validity read wrote the generation back (GET + SET EX) on
     every read; only ``alive`` must be written each time."""
-    key = gens.prefix + 'g:k'
-    first, _ = gens.read('k', 't')
-    assert 0 < gens.client.ttl(key) <= gens.ttl
-    gens.client.expire(key, 1000)
-    alive = gens.client.get(gens.alive_key)
+    key = reader.prefix + 'g:k'
+    first, _ = reader.read('k', 't')
+    assert 0 < reader.client.ttl(key) <= reader.ttl
+    reader.client.expire(key, 1000)
+    alive = reader.client.get(reader.alive_key)
     time.sleep(0.002)
-    assert gens.read('k', 't')[0] == first
-    assert gens.client.ttl(key) <= 1000  # not written again
-    assert gens.client.get(gens.alive_key) != alive  # the one write
+    assert reader.read('k', 't')[0] == first
+    assert reader.client.ttl(key) <= 1000  # not written again
+    assert reader.client.get(reader.alive_key) != alive  # the one write
 
 
-def test_a_restart_from_a_snapshot_invalidates_everything(gens):
-    old, _ = gens.read('k', 't')  # a body was cached under this
-    saved = snapshot(gens)
-    assert gens.bump(['k'])  # a write, lost with the restart
-    restart(gens, saved)
-    assert gens.client.dump(gens.prefix + 'g:k') == saved[
-        gens.prefix + 'g:k']  # the old token is back...
-    assert gens.read('k', 't')[0] != old  # ...but not the old validity
-    assert 'generations.new_instance' in gens.logger.counters
+def test_a_restart_from_a_snapshot_invalidates_everything(reader, writer):
+    old, _ = reader.read('k', 't')  # a body was cached under this
+    saved = snapshot(reader)
+    assert writer.bump(['k'])  # a write, lost with the restart
+    restart(saved, reader, writer)
+    assert reader.client.dump(reader.prefix + 'g:k') == saved[
+        reader.prefix + 'g:k']  # the old token is back...
+    assert reader.read('k', 't')[0] != old  # ...but not the old validity
+    assert 'generations.new_instance' in reader.logger.counters
 
 
-def test_a_new_connection_to_the_same_server_changes_nothing(gens):
-    validity, _ = gens.read('k', 't')
-    gens.client.connection_pool.disconnect()
-    assert gens.read('k', 't')[0] == validity
+def test_a_new_connection_to_the_same_server_changes_nothing(reader):
+    validity, _ = reader.read('k', 't')
+    reader.client.connection_pool.disconnect()
+    assert reader.read('k', 't')[0] == validity
 
 
-def test_a_gap_in_redis_time_invalidates_everything(gens):
-    validity, _ = gens.read('k', 't')
+def test_a_gap_in_redis_time_invalidates_everything(reader):
+    validity, _ = reader.read('k', 't')
     # nothing ran for longer than the gap: a hang, a refusal, no heartbeat
-    gens.client.set(gens.alive_key, 1)
-    assert gens.read('k', 't')[0] != validity
+    reader.client.set(reader.alive_key, 1)
+    assert reader.read('k', 't')[0] != validity
 
 
-def test_heartbeats_keep_the_epoch(gens):
-    validity, _ = gens.read('k', 't')
-    assert gens.heartbeat()
-    assert gens.read('k', 't')[0] == validity
+def test_heartbeats_keep_the_epoch(reader, writer):
+    validity, _ = reader.read('k', 't')
+    assert reader.heartbeat() and writer.heartbeat()
+    assert reader.read('k', 't')[0] == validity
+
+
+def test_a_proxys_heartbeat_renews_alive_and_registers_nothing(prefix):
+    reader = reader_of(prefix)
+    assert reader.heartbeat()
+    assert reader.client.get(reader.alive_key) is not None
+    assert list(reader.client.scan_iter(
+        match=reader.bumper_prefix + '*')) == []
+
+
+def test_the_gap_check_is_the_same_in_every_script_that_has_it():
+    # Redis runs each script alone, so each file holds its own copy
+    def gap_check(name):
+        text = importlib.resources.files('swift_mass.generations').joinpath(
+            'lua', name + '.lua').read_text(encoding='utf-8')
+        start = text.index('-- The gap check')
+        return text[start:text.index('-- (the gap check ends)', start)]
+    copies = {gap_check(name) for name in ('read', 'bump', 'heartbeat')}
+    assert len(copies) == 1
+    assert "redis.call('SET', KEYS[2], now)" in copies.pop()
 
 
 class Refusing(object):
@@ -136,50 +203,49 @@ class Refusing(object):
     'OOM command not allowed when used memory > maxmemory',
     "READONLY You can't write against a read only replica.",
     'NOREPLICAS Not enough good replicas to write.'])
-def test_readers_fail_with_writers_while_redis_refuses_writes(gens, error):
+def test_readers_fail_with_writers_while_redis_refuses_writes(prefix, error):
     clock = Clock()
-    gens.clock = clock
-    gens.sleep = clock.sleep
-    gens.spawn = lambda repair: None
-    validity, _ = gens.read('k', 't')
-    real_read, real_bump = gens._read, gens._bump
-    gens._read = Refusing(error)
-    gens._bump = Refusing(error)
-    assert gens.read('k', 't') == (None, None)  # validated by a HEAD instead
-    assert gens.bump(['k']) is False and gens.dirty
-    gens._read, gens._bump = real_read, real_bump
-    assert gens.read('k', 't') == (None, None)  # holds off after a failure
-    clock.now += gens.retry_after + 1
-    # still dirty, repaired below: reads do not trust a dirty worker's
-    # Redis either
-    assert gens.read('k', 't') == (None, None)
-    gens._repair()
-    assert not gens.dirty
-    assert gens.read('k', 't')[0] not in (None, validity)
+    reader = trusting(reader_of(prefix, clock))
+    writer = GenerationWriter(REDIS_URL, Logger(), prefix=prefix,
+                              clock=clock, sleep=clock.sleep,
+                              spawn=lambda repair: None)
+    validity, _ = reader.read('k', 't')
+    real_read, real_bump = reader._read, writer._bump
+    reader._read = Refusing(error)
+    writer._bump = Refusing(error)
+    assert reader.read('k', 't') == (None, None)  # validated by a HEAD instead
+    assert writer.bump(['k']) is False and writer.dirty
+    reader._read, writer._bump = real_read, real_bump
+    assert reader.read('k', 't') == (None, None)  # holds off after a failure
+    clock.now += reader.breaker.retry_after + 1
+    writer._repair()
+    assert not writer.dirty
+    assert reader.read('k', 't')[0] not in (None, validity)
 
 
 def test_a_failed_bump_waits_at_most_bump_wait_and_is_repaired():
     clock = Clock()
     repairs = []
-    gens = Generations(DOWN_REDIS_URL, Logger(), bump_wait=0.05,
-                       clock=clock, sleep=clock.sleep, spawn=repairs.append)
+    writer = GenerationWriter(DOWN_REDIS_URL, Logger(), bump_wait=0.05,
+                              clock=clock, sleep=clock.sleep,
+                              spawn=repairs.append)
     started = clock.now
-    assert gens.bump(['k']) is False
+    assert writer.bump(['k']) is False
     assert clock.now - started <= 0.05
-    assert gens.dirty and repairs == [gens._repair]
+    assert writer.dirty and repairs == [writer._repair]
     waited = clock.now
-    assert gens.bump(['k']) is False  # dirty: skipped, no wait
-    assert clock.now == waited and repairs == [gens._repair]
-    assert 'generations.bump_skipped' in gens.logger.counters
-    warnings = [line for level, line in gens.logger.lines
+    assert writer.bump(['k']) is False  # dirty: skipped, no wait
+    assert clock.now == waited and repairs == [writer._repair]
+    assert 'generations.bump_skipped' in writer.logger.counters
+    warnings = [line for level, line in writer.logger.lines
                 if level == 'warning']
     assert len(warnings) == 1
 
 
-def test_a_repair_replaces_the_epoch_once_redis_answers(gens):
-    validity, _ = gens.read('k', 't')
-    gens.dirty = True
-    real_set = gens.bump_client.set
+def test_a_repair_replaces_the_epoch_once_redis_answers(reader, writer):
+    validity, _ = reader.read('k', 't')
+    writer.dirty = True
+    real_set = writer.bump_client.set
     attempts = []
 
     def set_failing_once(*args, **kwargs):
@@ -187,48 +253,65 @@ def test_a_repair_replaces_the_epoch_once_redis_answers(gens):
         if len(attempts) == 1:
             raise redis.ConnectionError('not yet')
         return real_set(*args, **kwargs)
-    gens.bump_client.set = set_failing_once
-    gens.sleep = lambda seconds: None
-    gens._repair()
-    assert len(attempts) == 2 and not gens.dirty
-    assert gens.read('k', 't')[0] != validity
+    writer.bump_client.set = set_failing_once
+    writer.sleep = lambda seconds: None
+    writer._repair()
+    assert len(attempts) == 2 and not writer.dirty
+    assert reader.read('k', 't')[0] != validity
 
 
 def test_a_bump_skipped_while_the_new_epoch_is_on_its_way_takes_another(
-        gens):
-    gens.dirty = True
-    real_set = gens.bump_client.set
+        writer):
+    writer.dirty = True
+    real_set = writer.bump_client.set
     epochs = []
 
     def set_while_a_write_skips(*args, **kwargs):
         if not epochs:
             # another green thread's write, acknowledged after Redis took
             # this epoch: a reader may cache its old body under it
-            assert gens.bump(['k'], None) is False
+            assert writer.bump(['k'], None) is False
         epochs.append(args[1])
         return real_set(*args, **kwargs)
-    gens.bump_client.set = set_while_a_write_skips
-    gens._repair()
-    assert len(epochs) == 2 and not gens.dirty
-    assert gens.client.get(gens.epoch_key).decode() == epochs[-1]
+    writer.bump_client.set = set_while_a_write_skips
+    writer._repair()
+    assert len(epochs) == 2 and not writer.dirty
+    assert writer.client.get(writer.epoch_key).decode() == epochs[-1]
 
 
 def test_unreachable_reads_cost_one_timeout_per_retry_after():
     clock = Clock()
-    gens = Generations(DOWN_REDIS_URL, Logger(), retry_after=5, clock=clock)
+    reader = GenerationReader(DOWN_REDIS_URL, Logger(), retry_after=5,
+                              clock=clock)
     tries = []
-    real_read = gens._read
+    real_read = reader._read
 
     def counted(**kwargs):
         tries.append(1)
         return real_read(**kwargs)
-    gens._read = counted
-    assert gens.read('k', 't') == (None, None)
-    assert gens.read('k', 't') == (None, None)
+    reader._read = counted
+    assert reader.read('k', 't') == (None, None)
+    assert reader.read('k', 't') == (None, None)
     assert len(tries) == 1
     clock.now += 6
-    assert gens.read('k', 't') == (None, None)
+    assert reader.read('k', 't') == (None, None)
     assert len(tries) == 2
+
+
+def test_every_caller_may_ask_redis_again_once_retry_after_passed():
+    """The stores' Breaker, without its one probe at a time: the cache's
+    calls to bodies in this Redis ask :meth:`available` and report only
+    their failures, so a probe one of them took would keep Redis skipped
+    after it recovered."""
+    clock = Clock()
+    reader = GenerationReader(DOWN_REDIS_URL, Logger(), retry_after=5,
+                              clock=clock)
+    reader.failed(redis.ConnectionError('refused'))
+    assert not reader.available()
+    clock.now += 5
+    assert reader.available() and reader.available()
+    [(level, line)] = reader.logger.lines
+    assert level == 'warning' and 'ConnectionError: refused' in line
 
 
 def test_keys_are_renamed_on_a_cluster_only():
@@ -236,10 +319,10 @@ def test_keys_are_renamed_on_a_cluster_only():
     releases; {mass}:cache: on a Cluster, where the object servers' keys,
     the proxies' (made from the store's prefix) and the cached bodies'
     are all in the slot of {mass}."""
-    assert Generations(REDIS_URL, Logger()).prefix == 'mass:cache:'
-    assert Generations(SENTINEL_URL, Logger()).prefix == 'mass:cache:'
-    server = Generations(DOWN_CLUSTER_URL, Logger())
-    proxy = Generations(DOWN_CLUSTER_URL, Logger(), prefix=RedisStore(
+    assert GenerationReader(REDIS_URL, Logger()).prefix == 'mass:cache:'
+    assert GenerationWriter(SENTINEL_URL, Logger()).prefix == 'mass:cache:'
+    server = GenerationWriter(DOWN_CLUSTER_URL, Logger())
+    proxy = GenerationReader(DOWN_CLUSTER_URL, Logger(), prefix=RedisStore(
         DOWN_CLUSTER_URL).prefix + 'cache:')
     assert server.prefix == proxy.prefix == '{mass}:cache:'
     bodies = RedisBodies(proxy.client, 1024, 60, prefix=proxy.prefix)
@@ -256,17 +339,18 @@ def test_every_key_written_under_the_cluster_tag_is_in_its_slot(
     """Against fakeredis with a Cluster's prefix: what the scripts write
     (a put's eviction deletes entries it names itself) stays in the slot
     of the tag."""
-    gens = trusting(Generations(REDIS_URL, Logger(), prefix=key_prefix(
+    reader = trusting(GenerationReader(REDIS_URL, Logger(), prefix=key_prefix(
         DOWN_CLUSTER_URL, 'mass:cache:')))
-    assert gens.prefix == '{mass}:cache:'
-    first, _ = gens.read('k', 't')
-    assert gens.bump(['k'], '1700000000.00000')
-    assert gens.read('k', 't')[0] not in (None, first)
-    assert gens.load_bumped() and gens.bumped == frozenset(['t'])
+    assert reader.prefix == '{mass}:cache:'
+    writer = GenerationWriter(REDIS_URL, Logger(), prefix=reader.prefix)
+    first, _ = reader.read('k', 't')
+    assert writer.bump(['k'], '1700000000.00000')
+    assert reader.read('k', 't')[0] not in (None, first)
+    assert writer.load_bumped() and writer.bumped == frozenset(['t'])
     entry = Entry(first, [], b'x' * 100)
     # room for one entry (its body, validity and headers)
-    bodies = RedisBodies(gens.client, len(entry.dump()) * 3 // 2, 60,
-                         prefix=gens.prefix)
+    bodies = RedisBodies(reader.client, len(entry.dump()) * 3 // 2, 60,
+                         prefix=reader.prefix)
     bodies.put('a', entry)
     bodies.put('b', entry)  # evicts a
     assert bodies.get('a') is None and bodies.get('b').body == entry.body
@@ -277,126 +361,116 @@ def test_every_key_written_under_the_cluster_tag_is_in_its_slot(
 
 def test_an_unreachable_cluster_is_redis_down_not_a_failed_start():
     clock, repairs = Clock(), []
-    gens = Generations(DOWN_CLUSTER_URL, Logger(), clock=clock,
-                       sleep=clock.sleep, spawn=repairs.append)
-    bodies = RedisBodies(gens.client, 1024, 60, prefix=gens.prefix)
-    assert gens.read('k', 't') == (None, None)
-    assert isinstance(gens.error, RedisClusterException)
-    [(_, warning)] = gens.logger.lines
+    reader, writer = [
+        role(DOWN_CLUSTER_URL, Logger(), clock=clock, sleep=clock.sleep,
+             spawn=repairs.append)
+        for role in (GenerationReader, GenerationWriter)]
+    bodies = RedisBodies(reader.client, 1024, 60, prefix=reader.prefix)
+    assert reader.read('k', 't') == (None, None)
+    assert reader.breaker.error.startswith('RedisClusterException: ')
+    [(_, warning)] = reader.logger.lines
     assert 'Redis unavailable (RedisClusterException' in warning
-    assert gens.uncovered(lambda: {DEVICE}) is None
-    assert gens.bump(['k']) is False and gens.dirty
-    assert repairs == [gens._repair]
-    assert not gens.heartbeat()
+    assert reader.uncovered(lambda: {DEVICE}) is None
+    assert not reader.heartbeat()
+    assert writer.bump(['k']) is False and writer.dirty
+    assert repairs == [writer._repair]
+    assert not writer.heartbeat()
     with pytest.raises(RedisClusterException):
         bodies.get('k')
 
 
-def test_registrations_say_which_devices_bump():
+def test_registrations_say_which_devices_bump(prefix):
     clock = Clock()
-    gens = Generations(REDIS_URL, Logger(), prefix='t:%s:' % uuid.uuid4().hex,
-                       clock=clock)
-    writer = Generations(REDIS_URL, Logger(), prefix=gens.prefix)
+    reader = reader_of(prefix, clock)
+    writer = GenerationWriter(REDIS_URL, Logger(), prefix=prefix)
     writer.names = lambda: {'127.0.0.1:6210/sdb1'}
     assert writer.heartbeat()
     required = {'127.0.0.1:6210/sdb1', '127.0.0.2:6220/sdb2'}
-    assert gens.uncovered(lambda: required) == {'127.0.0.2:6220/sdb2'}
+    assert reader.uncovered(lambda: required) == {'127.0.0.2:6220/sdb2'}
     writer.names = lambda: required
     writer.heartbeat()
     # looked up again only after the period
-    assert gens.uncovered(lambda: required, period=5) == {
+    assert reader.uncovered(lambda: required, period=5) == {
         '127.0.0.2:6220/sdb2'}
     clock.now += 6
-    assert gens.uncovered(lambda: required, period=5) == frozenset()
+    assert reader.uncovered(lambda: required, period=5) == frozenset()
 
 
 def test_coverage_is_not_asked_of_a_redis_that_just_failed():
     # a hung Redis cost every write-through (and read) of every merge
     # tenant the reader's timeout
     clock = Clock()
-    gens = Generations(DOWN_REDIS_URL, Logger(), retry_after=5, clock=clock)
+    reader = GenerationReader(DOWN_REDIS_URL, Logger(), retry_after=5,
+                              clock=clock)
     asked = []
-    gens._coverage_script = lambda keys: asked.append(keys) or 1 / 0
+    reader._coverage_script = lambda keys: asked.append(keys) or 1 / 0
     devices = lambda: {'127.0.0.1:6210/sdb1'}  # noqa: E731
-    assert gens.uncovered(devices) is None
-    assert gens.uncovered(devices) is None
+    assert reader.uncovered(devices) is None
+    assert reader.uncovered(devices) is None
     assert len(asked) == 1
     clock.now += 6
-    assert gens.uncovered(devices) is None
+    assert reader.uncovered(devices) is None
     assert len(asked) == 2
 
 
 def test_coverage_is_unknown_while_redis_is_down():
-    gens = Generations(DOWN_REDIS_URL, Logger())
-    assert gens.uncovered(lambda: {'127.0.0.1:6210/sdb1'}) is None
+    reader = GenerationReader(DOWN_REDIS_URL, Logger())
+    assert reader.uncovered(lambda: {'127.0.0.1:6210/sdb1'}) is None
 
 
 # -- no write tax: only the tenants whose method reads generations ----------
 
-def object_server(prefix, clock=None):
-    """One object server process serving the one DEVICE."""
-    server = Generations(REDIS_URL, Logger(), prefix=prefix,
-                         clock=clock or Clock())
-    server.names = lambda: {DEVICE}
-    return server
-
-
-def reader_of(prefix, clock=None):
-    return Generations(REDIS_URL, Logger(), prefix=prefix,
-                       clock=clock or Clock())
-
-
-def covered(reader):
-    return reader.uncovered(lambda: {DEVICE}, period=0) == frozenset()
-
-
-def test_a_tenant_named_beyond_ascii_stops_no_registration():
+def test_a_tenant_named_beyond_ascii_stops_no_registration(prefix):
     """The bumped set was decoded as ASCII: one tenant named in UTF-8
     (Swift allows it) made every object server's heartbeat fail, so no
     device stayed registered and nothing was trusted."""
     tenant = str_to_wsgi('AUTH_caf\u00e9')  # as the paths name it
-    gens = trusting(Generations(REDIS_URL, Logger(),
-                                prefix='t:%s:' % uuid.uuid4().hex),
-                    tenants=('AUTH_t', tenant))
-    assert gens.bumped == {'AUTH_t', tenant}
-    assert gens.bumps_writes_of(tenant) and not gens.bumps_writes_of('x')
-    assert gens.read('k', tenant)[0] is not None
+    reader = trusting(reader_of(prefix), tenants=('AUTH_t', tenant))
+    server = object_server(prefix)
+    assert server.heartbeat()
+    assert server.bumped == {'AUTH_t', tenant}
+    assert server.bumps_writes_of(tenant) and not server.bumps_writes_of('x')
+    assert reader.read('k', tenant)[0] is not None
 
 
-def test_a_ring_that_cannot_be_read_ends_no_heartbeat_and_no_read(gens):
+def test_a_ring_that_cannot_be_read_ends_no_heartbeat_and_no_read(
+        reader, writer):
     """A ring replaced in place raised out of the heartbeat, whose green
     thread then ended for good; on a proxy, out of every cached read."""
     def broken():
         raise EOFError('Ran out of input')
-    gens.names = broken
-    assert gens.heartbeat() is False
-    gens.names = lambda: {DEVICE}
-    assert gens.heartbeat() is True
-    assert gens.uncovered(broken, period=0) is None
+    writer.names = broken
+    assert writer.heartbeat() is False
+    writer.names = lambda: {DEVICE}
+    assert writer.heartbeat() is True
+    assert reader.uncovered(broken, period=0) is None
     assert any('ring devices could not be read' in line
-               for _, line in gens.logger.lines)
-    assert gens.uncovered(lambda: {DEVICE}, period=0) == frozenset()
+               for _, line in reader.logger.lines)
+    assert reader.uncovered(lambda: {DEVICE}, period=0) == frozenset()
 
 
-def test_a_failing_heartbeat_is_logged_once_until_it_succeeds(gens):
-    real = gens._heartbeat
+@pytest.mark.parametrize('role', ['reader', 'writer'])
+def test_a_failing_heartbeat_is_logged_once_until_it_succeeds(
+        request, role):
+    generations = request.getfixturevalue(role)
+    real = generations._heartbeat
 
     def refused(**kwargs):
         raise redis.ResponseError('MISCONF no writes')
-    gens._heartbeat = refused
-    assert not gens.heartbeat() and not gens.heartbeat()
-    warned = [line for level, line in gens.logger.lines
+    generations._heartbeat = refused
+    assert not generations.heartbeat() and not generations.heartbeat()
+    warned = [line for level, line in generations.logger.lines
               if 'heartbeat failed' in line]
     assert len(warned) == 1 and 'MISCONF' in warned[0]
-    gens._heartbeat = real
-    assert gens.heartbeat()
+    generations._heartbeat = real
+    assert generations.heartbeat()
     assert any('heartbeat succeeds again' in line
-               for _, line in gens.logger.lines)
+               for _, line in generations.logger.lines)
 
 
-def test_a_tenant_not_bumped_is_never_trusted(gens):
-    assert gens.read('k', 't')[0] is not None
-    assert gens.read('k', 'other') == (None, None)
+def test_a_tenant_not_bumped_is_never_trusted(reader):
+    assert reader.read('k', 't')[0] is not None
+    assert reader.read('k', 'other') == (None, None)
 
 
 def test_an_object_server_bumps_only_the_published_tenants():
@@ -405,7 +479,7 @@ def test_an_object_server_bumps_only_the_published_tenants():
     server = object_server(prefix, clock)
     # before it knows the set: everyone's writes
     assert server.bumps_writes_of('a') and server.bumps_writes_of('b')
-    reader_of(prefix).publish_bumped({'a'})
+    publish(reader_of(prefix), {'a'})
     assert server.heartbeat()
     assert server.bumps_writes_of('a')
     assert not server.bumps_writes_of('b')
@@ -423,7 +497,7 @@ def test_a_process_whose_heartbeat_failed_bumps_every_write_at_once():
     prefix = 't:%s:' % uuid.uuid4().hex
     clock = Clock()
     server = object_server(prefix, clock)
-    reader_of(prefix).publish_bumped({'a'})
+    publish(reader_of(prefix), {'a'})
     assert server.heartbeat() and not server.bumps_writes_of('b')
     server_of(server).connected = False  # Redis is gone, for this process
     assert not server.heartbeat()
@@ -461,7 +535,7 @@ def test_local_deadlines_are_on_the_monotonic_clock():
     keep an old bumped set after Redis had dropped its registration, and
     froze a proxy's lookups of coverage for as long as the step."""
     prefix = 't:%s:' % uuid.uuid4().hex
-    server = Generations(REDIS_URL, Logger(), prefix=prefix)
+    server = GenerationWriter(REDIS_URL, Logger(), prefix=prefix)
     assert server.clock is time.monotonic
     server.names = lambda: {DEVICE}
     lives = server.registration_ms / 1000.0 - 1.0
@@ -475,7 +549,7 @@ def test_a_forked_worker_bumps_everyone_until_its_own_heartbeat(
         monkeypatch):
     prefix = 't:%s:' % uuid.uuid4().hex
     server = object_server(prefix)
-    reader_of(prefix).publish_bumped({'a'})
+    publish(reader_of(prefix), {'a'})
     assert server.heartbeat() and not server.bumps_writes_of('b')
     # a worker forked now inherits the parent's set and registration, but
     # no proxy waits for a process it has never seen register
@@ -492,7 +566,7 @@ def test_a_tenant_is_trusted_once_every_process_of_every_device_applies_it():
     first, second = object_server(prefix), object_server(prefix)
     assert first.heartbeat() and second.heartbeat()  # the empty set
     assert covered(reader)
-    reader.publish_bumped({'t'})
+    publish(reader, {'t'})
     assert reader.read('k', 't') == (None, None)
     assert first.heartbeat()
     # the second process of the device still applies the old set
@@ -511,7 +585,7 @@ def test_a_process_that_stopped_does_not_hold_the_barrier_forever():
     live, gone = object_server(prefix), object_server(prefix)
     gone.registration_ms = 50
     assert live.heartbeat() and gone.heartbeat()
-    reader.publish_bumped({'t'})
+    publish(reader, {'t'})
     assert live.heartbeat()
     assert covered(reader) and reader.read('k', 't') == (None, None)
     time.sleep(0.1)  # Redis's clock: the gone process's field expired
@@ -526,20 +600,20 @@ def test_a_process_that_stopped_does_not_hold_the_barrier_forever():
 
 def test_a_tenant_that_leaves_is_untrusted_at_once_and_comes_back_anew():
     prefix = 't:%s:' % uuid.uuid4().hex
-    reader = trusting(reader_of(prefix))
+    reader = reader_of(prefix)
     server = object_server(prefix)
-    assert server.heartbeat()
+    publish(reader, {'t'})
+    assert server.heartbeat() and covered(reader)
     before, _ = reader.read('k', 't')
     assert before is not None
-    reader.publish_bumped(set())
+    publish(reader, set())
     # the reader's coverage is not looked up again, and the object server
     # still bumps the tenant: the read itself says it is out
     assert reader.read('k', 't') == (None, None)
     assert server.bumps_writes_of('t')
     assert server.heartbeat() and not server.bumps_writes_of('t')
-    reader.publish_bumped({'t'})
+    publish(reader, {'t'})
     assert server.heartbeat()
-    reader.heartbeat()
     assert covered(reader)
     again, _ = reader.read('k', 't')
     # not written since, but what was cached in the first membership is
@@ -547,8 +621,16 @@ def test_a_tenant_that_leaves_is_untrusted_at_once_and_comes_back_anew():
     assert again is not None and again != before
 
 
-def test_publishing_the_same_tenants_changes_no_version(gens):
-    version = gens.publish_bumped({'t'})
-    assert gens.publish_bumped({'t'}) == version
-    assert gens.publish_bumped({'t', 'u'}) == version + 1
-    assert gens.publish_bumped(set()) == version + 2
+def test_publishing_the_same_tenants_changes_no_version(reader):
+    publisher = BumpedSetPublisher(reader)
+    version = publisher.publish({'t'})
+    assert publisher.publish({'t'}) == version
+    assert publisher.publish({'t', 'u'}) == version + 1
+    assert publisher.publish(set()) == version + 2
+
+
+def test_a_set_redis_did_not_take_is_no_version():
+    publisher = BumpedSetPublisher(GenerationReader(DOWN_REDIS_URL, Logger()))
+    assert publisher.publish({'t'}) is None
+    [(level, line)] = publisher.generations.logger.lines
+    assert level == 'warning' and 'could not publish' in line

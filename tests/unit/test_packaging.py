@@ -1,6 +1,13 @@
+import fnmatch
+import os
 from importlib.metadata import entry_points
 
 from paste.deploy import loadwsgi
+from setuptools.config.setupcfg import read_configuration
+
+import swift_mass
+
+ROOT = os.path.dirname(os.path.dirname(swift_mass.__file__))
 
 
 def test_paste_entry_points_resolve():
@@ -30,3 +37,25 @@ def test_the_installed_version_is_the_packages():
     from importlib.metadata import version
     import swift_mass
     assert version('swift_mass') == swift_mass.__version__
+
+
+def test_every_lua_script_ships_as_package_data():
+    # the scripts are read from their package at import: one a wheel
+    # leaves out stops the proxy or the object server at start-up
+    shipped = read_configuration(os.path.join(ROOT, 'setup.cfg'))[
+        'options']['package_data']
+    scripts = []
+    for folder, _dirs, files in os.walk(os.path.join(ROOT, 'swift_mass')):
+        scripts.extend(os.path.join(folder, name) for name in files
+                       if name.endswith('.lua'))
+    assert scripts
+    unshipped = []
+    for path in scripts:
+        # the package is the folder holding lua/
+        package_dir = os.path.dirname(os.path.dirname(path))
+        package = os.path.relpath(package_dir, ROOT).replace(os.sep, '.')
+        name = os.path.relpath(path, package_dir).replace(os.sep, '/')
+        if not any(fnmatch.fnmatch(name, pattern)
+                   for pattern in shipped.get(package, ())):
+            unshipped.append(os.path.relpath(path, ROOT))
+    assert unshipped == []

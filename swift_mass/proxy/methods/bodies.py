@@ -13,6 +13,8 @@ import time
 
 import cachetools
 
+from swift_mass.lua import read_script
+
 # memcached refuses items over its item size limit (1 MiB by default); an
 # entry is its body plus headers, so keep well under it.
 MEMCACHE_MAX_ITEM = 1024 * 1024 - 16 * 1024
@@ -147,49 +149,11 @@ class RedisBodies(Bodies):
     body, within the one budget."""
     name = 'redis'
 
-    _GET = """
-        local blob = redis.call('GET', KEYS[1])
-        if blob then
-            redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
-        end
-        return blob
-    """
-    # KEYS: entry, lru, sizes, total; ARGV: blob, ttl ms, now, budget,
-    # name, key prefix of entries
-    _PUT = """
-        local size = string.len(ARGV[1])
-        local budget = tonumber(ARGV[4])
-        if size > budget then
-            return 0
-        end
-        local old = tonumber(redis.call('HGET', KEYS[3], ARGV[5]) or '0')
-        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-        redis.call('HSET', KEYS[3], ARGV[5], size)
-        redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
-        local total = redis.call('INCRBY', KEYS[4], size - old)
-        while total > budget do
-            local victim = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-            if not victim then
-                break
-            end
-            local vsize = tonumber(redis.call('HGET', KEYS[3], victim) or '0')
-            redis.call('ZREM', KEYS[2], victim)
-            redis.call('HDEL', KEYS[3], victim)
-            redis.call('DEL', ARGV[6] .. victim)
-            total = redis.call('INCRBY', KEYS[4], -vsize)
-        end
-        return 1
-    """
-    _DELETE = """
-        local size = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
-        redis.call('DEL', KEYS[1])
-        redis.call('ZREM', KEYS[2], ARGV[1])
-        redis.call('HDEL', KEYS[3], ARGV[1])
-        if size > 0 then
-            redis.call('INCRBY', KEYS[4], -size)
-        end
-        return size
-    """
+    #: the scripts (lua/body_<name>.lua, where each says what it takes
+    #: and returns), read once
+    _GET = read_script(__package__, 'body_get')
+    _PUT = read_script(__package__, 'body_put')
+    _DELETE = read_script(__package__, 'body_delete')
 
     def __init__(self, client, budget, ttl, prefix='mass:cache:',
                  clock=time.time):

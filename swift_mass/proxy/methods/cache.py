@@ -66,10 +66,12 @@ from swift.proxy.controllers.base import get_container_info
 
 from swift_mass import metrics, tags
 from swift_mass.control.stores.redis_store import RedisStore
-from swift_mass.generations import Generations, object_key, ring_devices
+from swift_mass.generations import object_key
+from swift_mass.generations.reader import GenerationReader
 from swift_mass.proxy.methods import base
 from swift_mass.proxy.methods.bodies import Entry, MemcacheBodies, \
     RedisBodies, LocalBodies
+from swift_mass.ring_devices import ring_devices
 
 CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
 # Objects a worker found it cannot cache (manifests, symlinks,
@@ -223,7 +225,7 @@ class CacheMethod(base.Method):
             backend = 'local'
         generations = None
         if shared is not None:
-            generations = Generations(
+            generations = GenerationReader(
                 shared.url, logger, prefix=shared.prefix + 'cache:',
                 ttl=settings.generation_ttl, timeout=settings.redis_timeout)
         if backend == 'redis':
@@ -287,7 +289,7 @@ class CacheMethod(base.Method):
 
     def validity(self, env, key):
         """``(validity, write_timestamp)`` of the object ``env`` reads
-        (``key`` its :func:`object_key`) now, as :meth:`Generations.read`
+        (``key`` its :func:`object_key`) now, as :meth:`GenerationReader.read`
         tells; ``(None, None)`` without generations, or while a device of
         the object rings has no object server that bumps them."""
         if self.generations is None:

@@ -48,13 +48,14 @@ class Durable(object):
             self.entries[tenant] = entry
 
 
-def make(store=None, clock=None, owner='proxy1:1', durable=None):
+def make(store=None, clock=None, owner='proxy1:1', durable=None,
+         generations=None):
     clock = clock or Clock()
     logger = Logger()
     store = store or LocalStore(clock=clock)
     return agent_mod.Agent(store, SETTINGS, owner, logger, interval=5,
-                           bucket_seconds=5, durable=durable,
-                           clock=clock), clock, logger
+                           bucket_seconds=5, durable=durable, clock=clock,
+                           generations=generations), clock, logger
 
 
 def load(agent, tenant, gets, puts):
@@ -255,22 +256,22 @@ def test_the_leader_publishes_the_tenants_to_bump_at_every_tick():
     # the object servers bump only the writes of tenants whose method
     # reads generations; Redis may lose the set, so every tick says it
     import uuid
-    from swift_mass.generations import Generations
+    from swift_mass.generations.core import Generations
     from tests.unit.helpers import REDIS_URL
-    agent, clock, logger = make()
-    agent.generations = Generations(REDIS_URL, logger,
-                                    prefix='t:%s:' % uuid.uuid4().hex)
+    generations = Generations(REDIS_URL, Logger(),
+                              prefix='t:%s:' % uuid.uuid4().hex)
+    agent, clock, logger = make(generations=generations)
 
     def bumped():
-        return {t.decode() for t in agent.generations.client.hkeys(
-            agent.generations.bumps_key)}
+        return {t.decode() for t in generations.client.hkeys(
+            generations.bumps_key)}
     agent.store.set_pin('AUTH_c', {'class': 'read', 'method': 'cache'})
     agent.store.set_pin('AUTH_m', {'class': 'mixed', 'method': 'merge'})
     agent.store.set_pin('AUTH_b', {'class': 'write', 'method': 'batch'})
     agent.store.set_pin('AUTH_n', {'class': 'read', 'method': 'none'})
     agent.tick()
     assert bumped() == {'AUTH_c', 'AUTH_m'}
-    agent.generations.client.delete(agent.generations.bumps_key)
+    generations.client.delete(generations.bumps_key)
     clock.now += 5
     agent.tick()
     assert bumped() == {'AUTH_c', 'AUTH_m'}

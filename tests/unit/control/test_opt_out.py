@@ -4,7 +4,7 @@ policy), learnt from opt_out_accounts or from the tenant's requests, and
 decided on afresh once it opts back in."""
 from swift_mass.control import controller, monitor
 from swift_mass.control.stores.local import LocalStore
-from swift_mass.generations import bumped_tenants
+from swift_mass.generations.publisher import bumped_tenants
 from tests.unit.control.test_agent import Durable, load, make
 from tests.unit.helpers import Clock
 

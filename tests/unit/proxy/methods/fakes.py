@@ -10,7 +10,8 @@ from swift.common.utils import Timestamp, md5
 
 from swift_mass.conf import MassConf  # noqa: F401 (for the tests)
 from swift_mass.control.stores.redis_store import RedisStore
-from swift_mass.generations import Generations, object_key
+from swift_mass.generations import object_key
+from swift_mass.generations.writer import GenerationWriter
 from swift_mass.proxy import middleware as proxy
 from swift_mass.proxy.methods import base
 from tests.unit.helpers import REDIS_URL, Logger
@@ -182,8 +183,8 @@ class Swift(object):
 def object_servers(swift, prefix):
     """Give ``swift``'s object servers generations under ``prefix``, as
     their mass_queue does, registered for the one DEVICE."""
-    swift.generations = Generations(REDIS_URL, Logger(),
-                                    prefix=prefix + 'cache:')
+    swift.generations = GenerationWriter(REDIS_URL, Logger(),
+                                         prefix=prefix + 'cache:')
     swift.generations.names = lambda: {DEVICE}
     assert swift.generations.heartbeat()
     return swift.generations

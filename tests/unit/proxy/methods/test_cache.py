@@ -234,10 +234,9 @@ def test_a_write_costs_the_proxy_no_redis_call(prefix):
 
     def forbidden(**kwargs):
         raise AssertionError('the proxy called Redis for a write')
-    real = gens._read, gens._bump
-    gens._read = gens._bump = forbidden
+    real, gens._read = gens._read, forbidden
     put(mass, b'new')
-    gens._read, gens._bump = real
+    gens._read = real
     after, written = mass.methods.cache.validity(read_env(), key)
     assert after != before
     assert written == Timestamp(swift.objects[PATH]['ts'])
@@ -942,7 +941,7 @@ def test_bodies_in_a_failing_redis_are_not_asked_until_it_may_answer(
                            conf={'cache_local_budget_bytes': '0'})
     method = mass.methods.cache
     clock = Clock()
-    method.generations.clock = clock
+    method.generations.clock = method.generations.breaker.clock = clock
     put(mass)
     cached(mass, swift)
     asked = []
@@ -957,7 +956,7 @@ def test_bodies_in_a_failing_redis_are_not_asked_until_it_may_answer(
     assert len(asked) == 1
     # the first fill found Redis failing before its put: nothing to skip
     assert logger.counters.count('cache.backend_skipped') == 4
-    clock.now += method.generations.retry_after
+    clock.now += method.generations.breaker.retry_after
     method.bodies.get = real
     assert call(mass).headers['X-Mass-Cache'] == 'hit'
 

@@ -1,0 +1,36 @@
+-- An object server's bump of the objects a write changed: KEYS[1]
+-- epoch, KEYS[2] alive, KEYS[3..] the objects' generations; ARGV[1] a
+-- new epoch, ARGV[2] the gap in ms, ARGV[3] ttl, ARGV[4] the write's
+-- timestamp or '', ARGV[5..] tokens, one per object.  Each object gets
+-- its token, with the highest write timestamp recorded for it
+-- ("<token>/<timestamp>").  The epoch.
+for i = 3, #KEYS do
+    local old = redis.call('GET', KEYS[i])
+    local written = ARGV[4]
+    if old then
+        local seen = string.match(old, '/(.*)$')
+        if seen and (written == '' or seen > written) then
+            written = seen
+        end
+    end
+    local value = ARGV[i + 2]
+    if written ~= '' then
+        value = value .. '/' .. written
+    end
+    redis.call('SET', KEYS[i], value, 'EX', ARGV[3])
+end
+-- The gap check, the same in read.lua, bump.lua and heartbeat.lua (a
+-- unit test holds them to it): KEYS[1] epoch, KEYS[2] alive; ARGV[1] a
+-- new epoch, ARGV[2] the gap in ms.  Sets epoch, and now (ms, Redis's
+-- clock).
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local alive = tonumber(redis.call('GET', KEYS[2]) or '0')
+local epoch = redis.call('GET', KEYS[1])
+if (not epoch) or now - alive > tonumber(ARGV[2]) then
+    epoch = ARGV[1]
+    redis.call('SET', KEYS[1], epoch)
+end
+redis.call('SET', KEYS[2], now)
+-- (the gap check ends)
+return epoch

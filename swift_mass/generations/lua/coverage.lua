@@ -1,0 +1,23 @@
+-- Which devices have an object server that bumps their writes: KEYS
+-- registrations of devices.  Per device the lowest version of the
+-- bumped set a live process applies, or -1 when none is registered.
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 +
+    math.floor(tonumber(time[2]) / 1000)
+local lowest = {}
+for i = 1, #KEYS do
+    local low = -1
+    local fields = redis.call('HGETALL', KEYS[i])
+    for j = 1, #fields, 2 do
+        local version, until_ms = string.match(
+            fields[j + 1], '^(%d+) (%d+)$')
+        if version and tonumber(until_ms) >= now then
+            version = tonumber(version)
+            if low < 0 or version < low then
+                low = version
+            end
+        end
+    end
+    lowest[i] = low
+end
+return lowest

@@ -1,0 +1,34 @@
+-- A proxy's read of an object's generation: KEYS[1] epoch, KEYS[2]
+-- alive, KEYS[3] the object's generation, KEYS[4] bumps; ARGV[1] a new
+-- epoch, ARGV[2] the gap in ms, ARGV[3] a new generation, ARGV[4] its
+-- TTL (seconds), ARGV[5] the tenant.  {epoch, generation, the version
+-- of the bumped set the tenant entered in ('' when it is not in it)}.
+--
+-- A generation is written only when there is none (a lost key must
+-- not bring an older token back); the bumps renew its TTL.  The gap
+-- check's SET of alive is the read's one unconditional write: a Redis
+-- that refuses the writers' bumps refuses this read too.
+local gen = redis.call('GET', KEYS[3])
+if not gen then
+    gen = ARGV[3]
+    redis.call('SET', KEYS[3], gen, 'EX', ARGV[4])
+end
+-- The gap check, the same in read.lua, bump.lua and heartbeat.lua (a
+-- unit test holds them to it): KEYS[1] epoch, KEYS[2] alive; ARGV[1] a
+-- new epoch, ARGV[2] the gap in ms.  Sets epoch, and now (ms, Redis's
+-- clock).
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local alive = tonumber(redis.call('GET', KEYS[2]) or '0')
+local epoch = redis.call('GET', KEYS[1])
+if (not epoch) or now - alive > tonumber(ARGV[2]) then
+    epoch = ARGV[1]
+    redis.call('SET', KEYS[1], epoch)
+end
+redis.call('SET', KEYS[2], now)
+-- (the gap check ends)
+local entered = redis.call('HGET', KEYS[4], ARGV[5])
+if not entered then
+    entered = ''
+end
+return {epoch, gen, entered}

@@ -1,0 +1,93 @@
+"""A proxy's side of the generations (:mod:`swift_mass.generations`): the
+validity a cached body is stored and served under, and whether every
+device of the object rings has an object server that bumps."""
+from swift.common.utils import Timestamp
+
+from swift_mass.generations.core import Generations, decoded, new_token
+from swift_mass.lua import read_script
+
+
+class GenerationReader(Generations):
+    """Generations as a proxy's cache reads them; its parameters are
+    :class:`~swift_mass.generations.core.Generations`'."""
+
+    _READ = read_script(__package__, 'read')
+    _COVERAGE = read_script(__package__, 'coverage')
+
+    def __init__(self, url, logger, **kwargs):
+        super(GenerationReader, self).__init__(url, logger, **kwargs)
+        self._read = self.client.register_script(self._READ)
+        self._coverage_script = self.client.register_script(self._COVERAGE)
+        # (when checked, devices not registered, lowest version applied)
+        self._coverage = (0.0, None, None)
+
+    def read(self, key, tenant):
+        """``(validity, written)`` of an object of ``tenant`` now: validity
+        a string that changes with every write, written the X-Timestamp of
+        the newest write recorded (a Timestamp) or None.  ``(None, None)``
+        when Redis cannot tell, or the generations are not to be trusted:
+        the tenant is not bumped, or not yet by every object server (call
+        :meth:`uncovered` first: it finds the lowest version they apply)."""
+        if not self.available():
+            return None, None
+        try:
+            epoch, gen, entered = self._read(
+                keys=[self.epoch_key, self.alive_key, self._key(key),
+                      self.bumps_key],
+                args=self._epoch_args() + [new_token(), self.ttl, tenant])
+        except Exception as err:
+            self.failed(err)
+            return None, None
+        self.breaker.succeeded()
+        epoch, gen, entered = decoded(epoch), decoded(gen), decoded(entered)
+        applied = self._coverage[2]
+        if not entered or applied is None or int(entered) > applied:
+            return None, None
+        token, _, written = gen.partition('/')
+        try:
+            written = Timestamp(written) if written else None
+        except ValueError:
+            written = None
+        return '%s:%s:%s' % (epoch, token, entered), written
+
+    def uncovered(self, required, period=5.0):
+        """The names of the devices ``required()`` answers (ring devices,
+        as :func:`swift_mass.ring_devices.device_name` makes them) that no
+        object server has registered as bumping their writes, looked up at
+        most every ``period`` seconds; None when Redis could not tell."""
+        checked, missing, _applied = self._coverage
+        now = self.clock()
+        if missing is not None and now < checked + period:
+            return missing
+        if not self.available():
+            return None
+        try:
+            required = sorted(required())
+        except Exception as err:
+            # a ring being replaced, or broken: unknown, so hits are
+            # validated against the object servers meanwhile
+            self.logger.warning('mass generations: the ring devices could '
+                                'not be read: %s' % err)
+            return None
+        try:
+            found = self._coverage_script(
+                keys=[self.bumper_prefix + name for name in required]) \
+                if required else []
+        except Exception as err:
+            self.failed(err)
+            return None
+        missing = frozenset(name for name, value in zip(required, found)
+                            if int(value) < 0)
+        applied = min(map(int, found)) if found and not missing else None
+        if missing != self._coverage[1]:
+            if missing:
+                self.logger.warning(
+                    'mass generations: %d device(s) have no object server '
+                    'bumping generations (mass_queue with redis_url), so '
+                    'cached bodies are validated against the object '
+                    'servers: %s' % (len(missing),
+                                     ', '.join(sorted(missing)[:5])))
+            elif self._coverage[1]:
+                self.logger.info('mass generations: every device bumps')
+        self._coverage = (now, missing, applied)
+        return missing

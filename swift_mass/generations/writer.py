@@ -1,0 +1,203 @@
+"""An object server's side of the generations
+(:mod:`swift_mass.generations`): each write's bump, and the registrations
+and bumped set that spare the writes of the tenants no proxy caches (no
+write tax)."""
+import os
+
+from swift.common.utils import Timestamp
+
+from swift_mass import metrics
+from swift_mass.generations.core import Generations, decoded, new_token
+from swift_mass.lua import read_script
+
+DEFAULT_REPAIR_INTERVAL = 0.02
+
+
+class GenerationWriter(Generations):
+    """Generations as an object server's ``mass_queue`` bumps them.
+
+    :param repair_interval: seconds between a bump's attempts within
+        ``bump_wait``, and between a dirty writer's attempts to replace
+        the epoch.  The other parameters are
+        :class:`~swift_mass.generations.core.Generations`'.
+    """
+
+    _BUMP = read_script(__package__, 'bump')
+
+    def __init__(self, url, logger,
+                 repair_interval=DEFAULT_REPAIR_INTERVAL, **kwargs):
+        super(GenerationWriter, self).__init__(url, logger, **kwargs)
+        self.repair_interval = float(repair_interval)
+        self._bump = self.bump_client.register_script(self._BUMP)
+        # a bump failed: the epoch must change before the next bump
+        self.dirty = False
+        # bumps skipped while dirty, so a repair knows whether one was
+        # skipped while its new epoch was on its way
+        self.skipped = 0
+        self._repairing = False
+        self.names = tuple
+        # an object server's bumped set: None until loaded
+        self.bumped = None
+        self.bumped_version = None
+        # until when the registration of the process whose heartbeat got
+        # through surely lives (its clock), and that process: a worker
+        # forked after it is not registered, yet inherits both
+        self.registered_until = 0.0
+        self._registered_pid = None
+        # what that heartbeat registered
+        self._registered_names = ()
+
+    # -- the bumped set ------------------------------------------------
+
+    def bumps_writes_of(self, tenant):
+        """Whether this object server bumps the writes of ``tenant``: the
+        tenants of the set it applies, or everyone's until it has loaded
+        one, and again once its heartbeat failed, its registration may
+        have lapsed or, in a worker forked since, was never made."""
+        return not self._relies_on_registration() or tenant in self.bumped
+
+    def _relies_on_registration(self):
+        # whether writes of tenants outside the bumped set pass unbumped
+        return self.bumped is not None and \
+            self.clock() < self.registered_until and \
+            self._registered_pid == os.getpid()
+
+    def load_bumped(self):
+        """Reload the bumped set if its version changed; whether this
+        process knows the current one."""
+        version = decoded(self.bump_client.get(self.bumps_version_key))
+        version = int(version or 0)
+        if version == self.bumped_version:
+            return True
+        # MULTI: the set and the version it belongs to, read together
+        pipe = self.bump_client.pipeline(transaction=True)
+        pipe.get(self.bumps_version_key)
+        pipe.hkeys(self.bumps_key)
+        version, tenants = pipe.execute()
+        self.bumped = frozenset(decoded(t) for t in tenants)
+        self.bumped_version = int(decoded(version) or 0)
+        return True
+
+    # -- bumps ---------------------------------------------------------
+
+    def bump(self, keys, timestamp=None):
+        """Give each object a new generation, recording the write's
+        ``timestamp`` (its X-Timestamp) if given; whether Redis took it
+        within ``bump_wait``.  A failure makes this worker dirty: it skips
+        bumps, and replaces the epoch as soon as Redis answers."""
+        if self.dirty:
+            self.skipped += 1
+            metrics.increment(
+                self.logger, 'generations.bump_skipped', 'generations',
+                {'event': 'bump_skipped'})
+            return False
+        written = ''
+        if timestamp:
+            try:
+                written = Timestamp(timestamp).internal
+            except ValueError:
+                pass
+        keys = list(keys)
+        deadline = self.clock() + self.bump_wait
+        error = None
+        while True:
+            try:
+                self._bump(
+                    keys=[self.epoch_key, self.alive_key] +
+                    [self._key(key) for key in keys],
+                    args=self._epoch_args() + [self.ttl, written] +
+                    [new_token() for _key in keys])
+                self.breaker.succeeded()
+                return True
+            except Exception as err:
+                error = err
+            if self.clock() + self.repair_interval >= deadline:
+                break
+            self.sleep(self.repair_interval)
+        self.dirty = True
+        metrics.increment(
+            self.logger, 'generations.bump_failed', 'generations',
+            {'event': 'bump_failed'})
+        self.failed(error)
+        if not self._repairing:
+            self._repairing = True
+            self.spawn(self._repair)
+        return False
+
+    def _repair(self):
+        """Replace the epoch once Redis answers again."""
+        try:
+            while self.dirty:
+                # A write whose bump is skipped after this point may be
+                # acknowledged after Redis took the new epoch: a reader
+                # could then cache the old body under it.  Such a skip
+                # takes another epoch.
+                skipped = self.skipped
+                try:
+                    self.bump_client.set(self.epoch_key, new_token())
+                except Exception:
+                    self.sleep(self.repair_interval)
+                    continue
+                if self.skipped != skipped:
+                    continue
+                self.dirty = False
+                self.breaker.succeeded()
+                metrics.increment(
+                    self.logger, 'generations.epoch', 'generations',
+                    {'event': 'epoch'})
+                self.logger.info('mass generations: new epoch after '
+                                 'writes Redis did not record')
+        finally:
+            self._repairing = False
+
+    # -- heartbeat -----------------------------------------------------
+
+    def start(self, names=None):
+        """Run the heartbeat in this process (once; call it after the
+        server forked its workers), registering what ``names()`` answers
+        at each beat."""
+        if names is not None:
+            self.names = names
+        super(GenerationWriter, self).start()
+
+    def heartbeat(self):
+        """Renew ``alive`` and, with the bumped set reloaded first, this
+        process's registrations, replacing the epoch if Redis dropped one
+        this process relied on; whether Redis answered."""
+        began = self.clock()
+        # Redis may have dropped a registration before this process's
+        # deadline (its clock stepped forward, the key evicted); only
+        # Redis's TIME can tell whether those it relied on lived.
+        relied = list(self._registered_names) \
+            if self._relies_on_registration() else []
+        try:
+            # in the try: a ring replaced in place must not end the
+            # heartbeat for good
+            names = sorted(self.names())
+            if names:
+                self.load_bumped()
+            lapsed = self._renew(names, relied, self.bumped_version or 0)
+        except Exception as err:
+            # Redis may drop the registration before this process could
+            # tell: trust it no longer.
+            self.registered_until = 0.0
+            self._heartbeat_failed(err)
+            return False
+        self._heartbeat_succeeded()
+        if lapsed:
+            metrics.increment(
+                self.logger, 'generations.registration_lapsed', 'generations',
+                {'event': 'registration_lapsed'})
+            self.logger.warning(
+                'mass generations: Redis dropped a registration of this '
+                'process before it expected (a step of Redis\'s clock, an '
+                'eviction), when writes may have passed unbumped: new '
+                'epoch, every cached body is invalid')
+        self._registered_names = names
+        if names:
+            # a second short of Redis's expiry, measured from before the
+            # call: the registration surely lives until then
+            self.registered_until = began + self.registration_ms / 1000.0 \
+                - 1.0
+            self._registered_pid = os.getpid()
+        return True
