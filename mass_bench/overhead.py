@@ -151,13 +151,14 @@ def pinned(pin=NO_METHOD, timeout=30.0):
     the SAIO's leader has put that in the policy table; the store, to
     unpin."""
     import logging
+    from swift_mass.control.entry import read_table
     from swift_mass.shared_store import shared_store
     _conf, store = shared_store(PROXY_CONF, logging.getLogger('overhead'))
     store.set_pin(TENANT, pin)
     deadline = time.time() + timeout
     while time.time() < deadline:
-        entry = store.get_table()[1].get(TENANT) or {}
-        if entry.get('pinned') and entry.get('method') == pin['method']:
+        entry = read_table(store.get_table()[1]).get(TENANT)
+        if entry and entry.pinned and entry.method == pin['method']:
             # the object servers load the bumped set at their heartbeat
             time.sleep(2)
             return store

@@ -1,18 +1,20 @@
 """What Mass did during a run, from the policy table sampled each second
-(``Store.get_table()``; its entries are swift_mass.control.controller's).
+(``Store.get_table()``; its entries are swift_mass.control.controller's,
+read as :class:`swift_mass.control.entry.PolicyEntry`).
 
 A sample is ``[offset, {tenant label: entry or None}]`` with the offset
 in seconds from the start of the measured window (negative in the
 warm-up), each entry cut down to what the bench reports: the tenant's
-``class``, ``substore`` (the entry's ``ring``: the storage policy its new
-containers land on), ``method``, and the controller's state of it:
+``class``, ``substore`` (the storage policy its new containers land on;
+stored as ``ring``), ``method``, and the controller's state of it:
 ``validated`` (the method was judged, or is kept unjudged), ``pinned``,
 ``since`` (when the policy was put in), ``reason``, ``baseline_ms`` (the
 latency the method is judged against) and, while the method is being
 judged, ``judging``: the windows judged so far and how many validation
 windows in a row were worse (the entry's ``judging``; absent from entries
 of controllers that judge in one window).  None for a tenant the table
-has no entry for; a sample of None when the table could not be read.
+has no entry for (or one that is not an entry); a sample of None when
+the table could not be read.
 
 Per tenant over the measured window: the seconds of each class, substore
 and method; the method in force for most of the window and whether it was
@@ -26,20 +28,21 @@ Plain Python, no I/O.
 """
 import collections
 
+from swift_mass.control.entry import read_table
+
 ABSENT = 'absent'  # no entry for the tenant: no policy in force
 
 
 def entry_sample(entry):
-    """The fields of a table entry the bench records; None for none."""
-    if not entry:
+    """The fields of a table entry (a PolicyEntry) the bench records; None
+    for none."""
+    if entry is None:
         return None
-    judging = entry.get('judging')
-    return {'class': entry.get('class'), 'substore': entry.get('ring', ''),
-            'method': entry.get('method'),
-            'validated': entry.get('validated'),
-            'pinned': entry.get('pinned'), 'since': entry.get('since'),
-            'reason': entry.get('reason'),
-            'baseline_ms': entry.get('baseline_ms'),
+    judging = entry.judging
+    return {'class': entry.cls, 'substore': entry.substore,
+            'method': entry.method, 'validated': entry.validated,
+            'pinned': entry.pinned, 'since': entry.since,
+            'reason': entry.reason, 'baseline_ms': entry.baseline_ms,
             'judging': {'windows': judging.get('windows'),
                         'worse': judging.get('worse')}
             if isinstance(judging, dict) else None}
@@ -47,8 +50,11 @@ def entry_sample(entry):
 
 def table_sample(table, accounts):
     """{label: entry_sample} of the tenants ``accounts`` ({label:
-    account}) in ``table``."""
-    return {label: entry_sample(table.get(account))
+    account}) in ``table`` (as ``Store.get_table()`` answers it)."""
+    entries = read_table({account: table[account]
+                          for account in accounts.values()
+                          if account in table})
+    return {label: entry_sample(entries.get(account))
             for label, account in accounts.items()}
 
 

@@ -345,7 +345,7 @@ def known_table(tenants, now, settings):
     for index in range(tenants):
         entry = controller.new_entry(profile(index), settings, now - 3600,
                                      'bench-scale')
-        entry['validated'] = True
+        entry.validated = True
         table[tenant_name(index)] = entry
     return table
 
@@ -472,7 +472,7 @@ def run_spread(args, url, meter, tenants, kind, rng, cum_weights, logger):
             setup.leader.tick()
             _, run['delta'] = meter.measure(setup.worker.refresh)
             run['delta']['fetched'] = tenant in setup.worker.table and \
-                setup.worker.table[tenant].get('pinned')
+                setup.worker.table[tenant].pinned
             setup.worker.store.delete_pin(tenant)
             setup.leader._next_tick = 0
             setup.leader.tick()
@@ -510,12 +510,13 @@ def per_request(setup, tenants, repeat=5, number=200000):
     and a window of 10 tenants and of ``tenants``."""
     from swift_mass.control import controller
     from swift_mass.control.agent import Agent
+    from swift_mass.control.entry import PolicyEntry
     results = {}
     counts = request_kinds()['read'][0]
     for size in (10, tenants):
         agent = Agent(setup.worker.store, controller.DEFAULT_SETTINGS,
                       'bench-request', Logger(), clock=setup.clock)
-        agent.table = {tenant_name(i): {'class': 'read', 'method': 'none'}
+        agent.table = {tenant_name(i): PolicyEntry('read', method='none')
                        for i in range(size)}
         names = [tenant_name(i) for i in random.Random(size).choices(
             range(size), k=1024)]
@@ -625,7 +626,7 @@ def proxy_requests(url, tenants, blocks=12, block=2000):
         tables[size] = known_table(size, time.time(),
                                    controller.DEFAULT_SETTINGS)
         for entry in tables[size].values():
-            entry['method'] = 'none'
+            entry.method = 'none'
     base = Request.blank('/v1/AUTH_x/c/o').environ
     requests = [dict(base, PATH_INFO='/v1/%s/c/o' % tenant_name(i))
                 for i in rng.choices(range(10), k=block)]
@@ -660,6 +661,7 @@ def per_request_redis(url, requests=200):
     policy, GETs and PUTs of small objects, in front of an app that
     answers at once."""
     from swift.common.swob import Request
+    from swift_mass.control.entry import PolicyEntry
     prefix = fresh_prefix()
     mass = _middleware(url, prefix)
     results = {}
@@ -667,8 +669,8 @@ def per_request_redis(url, requests=200):
         for method in ('unclassified', 'none', 'batch', 'cache', 'merge'):
             tenant = 'AUTH_kind_%s' % method
             if method != 'unclassified':
-                mass.agent.table[tenant] = {'class': 'read', 'ring': '',
-                                            'method': method}
+                mass.agent.table[tenant] = PolicyEntry(
+                    'read', substore='', method=method)
             for verb in ('GET', 'PUT'):
                 def send():
                     for i in range(requests):

@@ -104,8 +104,8 @@ def labeled_only(logger):
 
 
 def policy_labels(entry):
-    """The labels of a request by its tenant's policy entry (None: no
-    entry)."""
+    """The labels of a request by its tenant's policy entry (a
+    :class:`swift_mass.control.entry.PolicyEntry`; None: no entry)."""
     if entry is None:
         return {'class': 'unknown'}
-    return {'class': entry.get('class') or 'unknown'}
+    return {'class': entry.cls or 'unknown'}

@@ -15,9 +15,12 @@ They read the same shared store the proxies use, configured by the
 Pins take effect within one interval of the leader; the controller never
 overrides them.  ``--ring`` is the old name of ``pin --substore``; the
 stored pin and the policy table keep the key ``ring``, which the
-controller and the proxies read, and so does ``--json``.  Exit status 2
-on a bad ``[filter:mass]`` or ``--substore``, 1 when the store cannot be
-read or knows nothing of ``explain``'s tenant.
+controller and the proxies read (``PolicyEntry.substore``, stored as
+``ring``: :mod:`swift_mass.control.entry`), and so does ``--json``, which
+scripts parse: ``tenants``' rows, ``explain``'s ``policy`` (the entry as
+stored) and ``mapping``'s ``rings``.  Exit status 2 on a bad
+``[filter:mass]`` or ``--substore``, 1 when the store cannot be read or
+knows nothing of ``explain``'s tenant.
 """
 import argparse
 import json
@@ -28,6 +31,7 @@ from swift_mass.cli import output
 from swift_mass.shared_store import shared_store
 from swift_mass.conf import ConfigError, substore_option
 from swift_mass.control import classify, controller, monitor
+from swift_mass.control.entry import read_table
 
 
 class Quiet(object):
@@ -56,6 +60,18 @@ def load(conf_path):
     parses it), its shared store and its control settings."""
     conf, store = shared_store(conf_path, Quiet())
     return conf, store, conf.control
+
+
+def policy_table(store):
+    """``(version, {tenant: PolicyEntry})`` of the store's policy table;
+    an entry that is not one is left out, as the proxies leave it out
+    (said on stderr)."""
+    version, stored = store.get_table()
+
+    def malformed(tenant, err):
+        print('swift-mass: %s: its entry in the policy table is left out: '
+              '%s' % (tenant, err), file=sys.stderr)
+    return version, read_table(stored, malformed)
 
 
 def figures_now(store, settings, conf):
@@ -110,7 +126,8 @@ def _p99(row):
 COLUMNS = (
     ('tenant', lambda row: row['tenant'], False),
     ('class', lambda row: row['class'], False),
-    # '' is the default policy: not a substore of its own
+    # '' is the default policy: not a substore of its own; 'ring': the
+    # key of --json's rows, which scripts parse
     ('substore', lambda row: row['ring'] or None, False),
     ('method', lambda row: row['method'], False),
     ('pinned', lambda row: row['pinned'], True),
@@ -139,21 +156,22 @@ def sort_key(name):
 
 
 def tenants(args, conf, store, settings):
-    _, table = store.get_table()
+    _, table = policy_table(store)
     figures = figures_now(store, settings, conf)
     rows = []
     for tenant in set(table) | set(figures):
-        entry = table.get(tenant) or {}
-        rows.append({
-            'tenant': tenant,
-            'class': entry.get('class', classify.UNKNOWN),
-            'ring': entry.get('ring'),
-            'method': entry.get('method'),
-            'pinned': entry.get('pinned', False),
-            'since': entry.get('since'),
-            'reason': entry.get('reason'),
-            'figures': figures_dict(figures.get(tenant)),
-        })
+        entry = table.get(tenant)
+        row = {'tenant': tenant, 'class': classify.UNKNOWN, 'ring': None,
+               'method': None, 'pinned': False, 'since': None,
+               'reason': None}
+        if entry is not None:
+            # 'ring': the substore, under its stored key, as scripts
+            # parse it
+            row.update({'class': entry.cls, 'ring': entry.substore,
+                        'method': entry.method, 'pinned': entry.pinned,
+                        'since': entry.since, 'reason': entry.reason})
+        row['figures'] = figures_dict(figures.get(tenant))
+        rows.append(row)
     rows.sort(key=sort_key(args.sort))
     return rows[:args.top]
 
@@ -163,7 +181,7 @@ class UnknownTenant(Exception):
 
 
 def explain(args, conf, store, settings):
-    _, table = store.get_table()
+    _, table = policy_table(store)
     f = figures_now(store, settings, conf).get(args.tenant)
     entry = table.get(args.tenant)
     pin = store.get_pins().get(args.tenant)
@@ -174,13 +192,14 @@ def explain(args, conf, store, settings):
             'pinned, no requests in the last %gs'
             % (args.tenant, settings.window))
     t = settings.thresholds
-    previous = entry['class'] if entry and not entry.get('pinned') \
+    previous = entry.cls if entry is not None and not entry.pinned \
         else classify.UNKNOWN
     now = classify.classify(f.reads, f.writes, previous, t) if f \
         else previous
     return {
         'tenant': args.tenant,
-        'policy': entry,
+        # as stored (the substore under 'ring'), as scripts parse it
+        'policy': None if entry is None else entry.to_dict(),
         'pin': pin,
         'figures': figures_dict(f),
         'thresholds': t._asdict(),

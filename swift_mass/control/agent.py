@@ -36,11 +36,11 @@ No WSGI here: the middleware records counts, asks for policies and calls
 """
 import contextlib
 import gc
-import sys
 import time
 
 from swift_mass import metrics
-from swift_mass.control import controller, leader, monitor, stats
+from swift_mass.control import leader, monitor, stats
+from swift_mass.control.entry import MalformedEntry, PolicyEntry
 from swift_mass.generations.publisher import BumpedSetPublisher, \
     bumped_tenants
 
@@ -63,23 +63,6 @@ def collector_paused():
     finally:
         if enabled:
             gc.enable()
-
-
-# an entry's fields with a value of a few kinds, each read back from the
-# store as a string of its own
-_SHARED = ('class', 'ring', 'method')
-
-
-def _shared(entries):
-    """``entries`` (an iterable of entries) with the values of _SHARED
-    interned: a table of 100,000 holds three strings, not 300,000 (some
-    100 bytes an entry)."""
-    intern = sys.intern
-    for entry in entries:
-        for field in _SHARED:
-            value = entry.get(field)
-            if value.__class__ is str:
-                entry[field] = intern(value)
 
 
 class Agent(object):
@@ -116,7 +99,9 @@ class Agent(object):
         self.tenant_metrics = tenant_metrics
         #: the tenants opted out by configuration (``opt_out_accounts``)
         self.opt_out = frozenset(opt_out)
-        #: {tenant: entry}: what policy() answers from, a dict lookup
+        #: {tenant: PolicyEntry}: what policy() answers from, a dict
+        #: lookup; its entries are made once, as the table is loaded
+        #: (:meth:`refresh`) or decided (:meth:`lead`)
         self.table = {}
         #: the state of the store's table that self.table is: (id, version)
         self.table_id = None
@@ -134,7 +119,7 @@ class Agent(object):
         """The tenant's policy entry, or None: none decided, or the tenant
         is opted out."""
         entry = self.table.get(tenant)
-        if entry is not None and controller.OPTED_OUT in entry:
+        if entry is not None and entry.opted_out:
             return None
         return entry
 
@@ -172,27 +157,32 @@ class Agent(object):
 
     def refresh(self):
         """Apply what changed in the store's table since this worker's
-        state: a delta in place, or the whole table."""
+        state: a delta in place, or the whole table.  Each entry is read
+        (:meth:`PolicyEntry.from_dict
+        <swift_mass.control.entry.PolicyEntry.from_dict>`) here, once; one
+        that is not an entry is logged and left out, as if the tenant had
+        none."""
         changes = self.store.table_changes((self.table_id,
                                             self.table_version))
         if changes is None:
             return
         (self.table_id, self.table_version), entries, whole = changes
-        _shared(entry for entry in entries.values() if entry)
-        if whole:
-            self.table = entries
-            decided = entries
-        else:
-            table = self.table
-            for tenant, entry in entries.items():
-                if entry is None:
-                    table.pop(tenant, None)
-                else:
-                    table[tenant] = entry
-            decided = [tenant for tenant, entry in entries.items()
-                       if entry is not None]
+        table = {} if whole else self.table
+        from_dict = PolicyEntry.from_dict
+        for tenant, stored in entries.items():
+            if stored is None:
+                table.pop(tenant, None)
+                continue
+            try:
+                table[tenant] = from_dict(stored)
+            except MalformedEntry as err:
+                table.pop(tenant, None)
+                self.logger.warning('mass: %s: its entry in the policy '
+                                    'table is left out: %s', tenant, err)
+        self.table = table
         if self.durable is not None:
-            self.durable.known(decided)
+            self.durable.known([tenant for tenant, stored in entries.items()
+                                if stored is not None])
 
     def tenant_figures(self, now):
         """``{tenant: Figures}`` of every tenant with requests in the
@@ -231,6 +221,7 @@ class Agent(object):
                 table.pop(tenant, None)
             else:
                 table[tenant] = entry
+        # the stores write each PolicyEntry as its to_dict()
         state = self.store.update_table(since, table, updates)
         if state is not None:
             self.table_id, self.table_version = state
@@ -240,4 +231,6 @@ class Agent(object):
             stats.count_decisions(self.logger, changed, table)
         if self.durable:
             for tenant in changed:
-                self.durable.save(tenant, table.get(tenant))
+                entry = table.get(tenant)
+                self.durable.save(tenant, None if entry is None
+                                  else entry.to_dict())

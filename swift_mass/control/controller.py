@@ -1,16 +1,18 @@
 """Formulate and validate a tenant's policy: the decision half of the
 control loop, in plain Python.
 
-A policy is the triple {tenant, ring, method}: the substore (storage policy
-name) the tenant's new containers land on and the method its requests get
-(cache, batch, merge or none), formed from the tenant's workload class and
-the operator's mapping of classes to substores and methods.
+A policy is the triple {tenant, substore, method}: the substore (storage
+policy name) the tenant's new containers land on and the method its
+requests get (cache, batch, merge or none), formed from the tenant's
+workload class and the operator's mapping of classes to substores and
+methods.
 
 :func:`decide` takes a tenant's previous table entry, its figures over the
 window and the time, and returns the new entry and the reasons for any
 change.  It does, in order:
 
-* pins: an operator's pin fixes class, ring and method; nothing overrides it;
+* pins: an operator's pin fixes class, substore and method; nothing
+  overrides it;
 * classify: the class, with the classifier's hysteresis and minimum sample;
 * insertion: a changed class (or an unpin) replaces the policy; the
   figures of the window before it become the baseline its method is
@@ -69,12 +71,14 @@ for a policy (:meth:`swift_mass.control.agent.Agent.policy` answers None)
 and which ``swift-mass explain`` shows.  Once the tenant opts back in,
 :func:`decide` decides on it afresh.
 
-An entry is a plain dict, so it goes to the shared store as JSON and to
-account sysmeta unchanged.
+An entry is a :class:`~swift_mass.control.entry.PolicyEntry`, which
+says how it goes to the shared store and to account sysmeta.  An entry
+in the table is never changed: a decision is a new one.
 """
 import collections
 
 from swift_mass.control import classify
+from swift_mass.control.entry import PolicyEntry
 
 METHODS = ('cache', 'batch', 'merge', 'none')
 #: validation windows in a row in which the tenant's latency is worse than
@@ -160,21 +164,13 @@ def reference_latency(cls, totals, own, min_requests):
 
 
 def new_entry(cls, settings, now, reason):
-    """A policy decided at `now`: the mapping's ring and method for the
-    class, not yet judged (``ran_until`` and ``judging``, see the module's
-    docstring, are added when they have something to say)."""
-    return {
-        'class': cls,
-        'ring': settings.rings.get(cls, ''),
-        'method': settings.methods.get(cls, 'none'),
-        'since': now,
-        'baseline_ms': None,
-        'baseline_reference_ms': None,
-        'validated': False,
-        'holdoff': {},
-        'pinned': False,
-        'reason': reason,
-    }
+    """A policy decided at `now`: the mapping's substore and method for
+    the class, not yet judged (``ran_until`` and ``judging``, see the
+    module's docstring, are filled in when they have something to
+    say)."""
+    return PolicyEntry(cls, substore=settings.rings.get(cls, ''),
+                       method=settings.methods.get(cls, 'none'), since=now,
+                       reason=reason)
 
 
 def keeps_when_idle(previous, pin=None):
@@ -184,60 +180,51 @@ def keeps_when_idle(previous, pin=None):
     Its class needs ``min_requests`` to change, its validation the latency
     of some request; only a pin, or an unpin, changes an idle tenant's
     entry.  The leader calls decide only for the others."""
-    return previous is not None and not pin and not previous.get('pinned')
+    return previous is not None and not pin and not previous.pinned
 
 
 def _ran_until(previous, method, now, settings):
     """The ``ran_until`` of an entry with `method` replacing `previous` at
     `now`: previous's, less what stopped too long ago to reach into a
     window, plus previous's own method if it stops now."""
-    if not previous:
+    if previous is None:
         return {}
     horizon = now - settings.window - settings.interval
-    ran = {m: t for m, t in previous.get('ran_until', {}).items()
-           if t > horizon}
-    was = previous.get('method')
-    if was not in (None, 'none', method):
+    ran = {m: t for m, t in previous.ran_until.items() if t > horizon}
+    was = previous.method
+    if was not in ('none', method):
         ran[was] = now
     return ran
-
-
-def _without(entry, field):
-    return {k: v for k, v in entry.items() if k != field}
 
 
 def _insert(entry, previous, figures, now, settings, reference):
     """Fill in a new unpinned entry's validation fields: its ``ran_until``,
     and its baseline if the window before ran without its method; a
-    method without one is kept unjudged (``validated``)."""
-    method, cls = entry['method'], entry['class']
-    ran = _ran_until(previous, method, now, settings)
-    if ran:
-        entry['ran_until'] = ran
+    method without one is kept unjudged (``validated``).  ``entry`` is
+    new, in no table yet: it is filled in where it is."""
+    method, cls = entry.method, entry.cls
+    entry.ran_until = _ran_until(previous, method, now, settings)
     if method == 'none':
         return
-    if (previous or {}).get('method') == method or method in ran:
-        entry['validated'] = True
-        entry['reason'] += ('; %s not judged: it was in force in the window '
-                            'before, which is no baseline for it' % method)
+    if (previous is not None and previous.method == method) or \
+            method in entry.ran_until:
+        entry.validated = True
+        entry.reason += ('; %s not judged: it was in force in the window '
+                         'before, which is no baseline for it' % method)
         return
-    entry['baseline_ms'] = dominant_latency(cls, figures)
-    if entry['baseline_ms'] is None:
-        entry['validated'] = True
-        entry['reason'] += '; %s not judged: no %s latency in the window ' \
+    entry.baseline_ms = dominant_latency(cls, figures)
+    if entry.baseline_ms is None:
+        entry.validated = True
+        entry.reason += '; %s not judged: no %s latency in the window ' \
             'before' % (method, '/'.join(_wanted_ops(cls, figures.ops)) or
                         'request')
         return
-    entry['baseline_reference_ms'] = reference(cls)
-
-
-#: the field that makes an entry an opted-out tenant's (:func:`opt_out`)
-OPTED_OUT = 'opted_out'
+    entry.baseline_reference_ms = reference(cls)
 
 
 def is_opted_out(entry):
-    """Whether a table entry is an opted-out tenant's."""
-    return bool(entry) and bool(entry.get(OPTED_OUT))
+    """Whether a table entry (or None) is an opted-out tenant's."""
+    return entry is not None and entry.opted_out
 
 
 def opt_out(tenant, previous, now, settings=DEFAULT_SETTINGS, why='',
@@ -253,14 +240,12 @@ def opt_out(tenant, previous, now, settings=DEFAULT_SETTINGS, why='',
     if is_opted_out(previous):
         return previous, []
     reason = 'opted out (%s)' % why
-    entry = dict(new_entry(classify.UNKNOWN, settings, now, reason),
-                 ring='', method='none', validated=True)
-    entry[OPTED_OUT] = True
-    entry['holdoff'] = {m: t for m, t in (previous or {}).get(
-        'holdoff', {}).items() if t > now}
-    ran = _ran_until(previous, 'none', now, settings)
-    if ran:
-        entry['ran_until'] = ran
+    entry = PolicyEntry(classify.UNKNOWN, substore='', method='none',
+                        since=now, validated=True, reason=reason,
+                        holdoff=_held_off(previous, now),
+                        ran_until=_ran_until(previous, 'none', now,
+                                             settings),
+                        opted_out=True)
     return entry, ['%s: %s: no class, substore or method%s' % (
         tenant, reason, '; its pin waits until it opts back in'
         if pinned else '')]
@@ -289,7 +274,8 @@ def _decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
 
     previous: the tenant's entry or None; figures: monitor.Figures over the
     window that ends at `now`; pin: {'class': ...} (optionally 'ring',
-    'method') or None; reference: a function of the class giving the
+    the substore, and 'method': the keys ``swift-mass pin`` stores) or
+    None; reference: a function of the class giving the
     other tenants' latency over that window (:func:`reference_latency`),
     or None.
 
@@ -300,18 +286,17 @@ def _decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
     if pin:
         return _pinned(tenant, previous, pin, now, settings)
 
-    before = previous.get('class') if previous and not previous.get(
-        'pinned') else classify.UNKNOWN
+    before = previous.cls if previous is not None and not previous.pinned \
+        else classify.UNKNOWN
     cls = classify.classify(figures.reads, figures.writes, before,
                             settings.thresholds)
     if cls == classify.UNKNOWN:
-        if previous and previous.get('pinned'):
+        if previous is not None and previous.pinned:
             return None, ['%s: unpinned; too few requests to classify' %
                           tenant]
         return previous, []
 
-    if previous is None or previous.get('pinned') or \
-            previous['class'] != cls:
+    if previous is None or previous.pinned or previous.cls != cls:
         return _classified(tenant, previous, cls, figures, now, settings,
                            reference)
 
@@ -319,29 +304,35 @@ def _decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
                      reference)
 
 
+def _held_off(previous, now):
+    """``previous``'s hold-offs (None: no entry) that have not run out at
+    ``now``."""
+    if previous is None:
+        return {}
+    return {m: t for m, t in previous.holdoff.items() if t > now}
+
+
 def _pinned(tenant, previous, pin, now, settings):
     """:func:`decide` for a tenant the operator pinned: the pin's class,
-    and its ring and method or else the mapping's; ``previous`` if it is
-    that pin's already."""
+    and its substore and method or else the mapping's; ``previous`` if it
+    is that pin's already."""
     cls = pin['class']
-    wanted = {'class': cls,
-              'ring': pin.get('ring', settings.rings.get(cls, '')),
-              'method': pin.get('method', settings.methods.get(cls,
-                                                               'none'))}
-    if previous and previous.get('pinned') and all(
-            previous.get(k) == v for k, v in wanted.items()):
+    # 'ring': the key a pin keeps its substore under
+    substore = pin.get('ring', settings.rings.get(cls, ''))
+    method = pin.get('method', settings.methods.get(cls, 'none'))
+    if previous is not None and previous.pinned and \
+            (previous.cls, previous.substore, previous.method) == \
+            (cls, substore, method):
         return previous, []
     # a pin does not judge methods, so it keeps the hold-offs it found:
     # once unpinned, a method validation deleted stays held off
-    holdoff = {m: t for m, t in (previous or {}).get(
-        'holdoff', {}).items() if t > now}
-    entry = dict(new_entry(cls, settings, now, 'pinned by operator'),
-                 pinned=True, validated=True, holdoff=holdoff, **wanted)
-    ran = _ran_until(previous, entry['method'], now, settings)
-    if ran:
-        entry['ran_until'] = ran
-    return entry, ['%s: pinned to %s (ring %r, method %s)' % (
-        tenant, cls, entry['ring'], entry['method'])]
+    entry = PolicyEntry(cls, substore=substore, method=method, since=now,
+                        validated=True, holdoff=_held_off(previous, now),
+                        pinned=True, reason='pinned by operator',
+                        ran_until=_ran_until(previous, method, now,
+                                             settings))
+    return entry, ['%s: pinned to %s (substore %r, method %s)' % (
+        tenant, cls, entry.substore, entry.method)]
 
 
 def _classified(tenant, previous, cls, figures, now, settings, reference):
@@ -351,17 +342,15 @@ def _classified(tenant, previous, cls, figures, now, settings, reference):
     share = classify.read_share(figures.reads, figures.writes)
     entry = new_entry(cls, settings, now, 'read share %.2f over %d '
                       'requests' % (share, figures.reads + figures.writes))
-    holdoff = dict(previous.get('holdoff', {})) if previous else {}
-    holdoff = {m: t for m, t in holdoff.items() if t > now}
-    entry['holdoff'] = holdoff
-    if entry['method'] in holdoff:
-        entry['method'] = 'none'
-        entry['reason'] += '; %s held off after it did not help' % (
+    entry.holdoff = _held_off(previous, now)
+    if entry.method in entry.holdoff:
+        entry.method = 'none'
+        entry.reason += '; %s held off after it did not help' % (
             settings.methods.get(cls))
     _insert(entry, previous, figures, now, settings, reference)
-    was = previous['class'] if previous else classify.UNKNOWN
-    return entry, ['%s: %s -> %s (%s): ring %r, method %s' % (
-        tenant, was, cls, entry['reason'], entry['ring'], entry['method'])]
+    was = previous.cls if previous is not None else classify.UNKNOWN
+    return entry, ['%s: %s -> %s (%s): substore %r, method %s' % (
+        tenant, was, cls, entry.reason, entry.substore, entry.method)]
 
 
 # -- validation (see the module's docstring) ----------------------------
@@ -369,34 +358,33 @@ def _classified(tenant, previous, cls, figures, now, settings, reference):
 def _validate(tenant, entry, cls, figures, now, settings, reference):
     """:func:`decide` for an unpinned entry whose class stays: judge its
     method over one more window, if one is due."""
-    if entry['validated'] or entry['method'] == 'none':
+    if entry.validated or entry.method == 'none':
         return entry, []
     if now - settings.window < _next_window_from(entry, settings):
         # the window reaches back into the warm-up, or into the last
         # window judged: each is judged once, after the cold start
         return entry, []
-    if entry.get('baseline_ms') is None:
+    if entry.baseline_ms is None:
         # an entry from before baselines were checked, without one
-        return dict(entry, validated=True), [
-            '%s: %s kept (no baseline to compare)' % (tenant,
-                                                      entry['method'])]
+        return entry.replace(validated=True), [
+            '%s: %s kept (no baseline to compare)' % (tenant, entry.method)]
     current, n = _dominant(cls, figures)
     if not n:
         return entry, []  # nothing to judge by yet: wait for traffic
-    judging = _judged(entry.get('judging'), current, n, reference(cls), now)
+    judging = _judged(entry.judging, current, n, reference(cls), now)
     if judging['windows'] * settings.window < settings.validation_window:
-        return dict(entry, judging=judging), []
+        return entry.replace(judging=judging), []
     return _verdict(tenant, entry, judging, now, settings)
 
 
 def _next_window_from(entry, settings):
     """The earliest time the next window judged may start from: the end
     of the last one judged, or the end of the method's warm-up."""
-    judging = entry.get('judging')
+    judging = entry.judging
     if judging:
         return judging['from']
     # in force at every worker by since + interval; then the warm-up
-    return entry['since'] + settings.interval + settings.warmup
+    return entry.since + settings.interval + settings.warmup
 
 
 def _judged(judging, current, n, now_reference, now):
@@ -423,25 +411,24 @@ def _verdict(tenant, entry, judging, now, settings):
     deleted and held off."""
     current, baseline, judged = _compared(entry, judging)
     if current <= baseline * (1.0 + settings.margin):
-        return dict(_without(entry, 'judging'), validated=True), [
-            '%s: %s validated: %s' % (tenant, entry['method'], judged)]
+        return entry.replace(judging=None, validated=True), [
+            '%s: %s validated: %s' % (tenant, entry.method, judged)]
     worse = judging['worse'] + 1
     margin = '(margin %g%%)' % round(settings.margin * 100, 2)
     if worse < WORSE_WINDOWS_TO_DELETE:
         fresh = {'from': now, 'windows': 0, 'ms': 0.0, 'n': 0,
                  'ref_ms': 0.0, 'worse': worse}
-        return dict(entry, judging=fresh), [
+        return entry.replace(judging=fresh), [
             '%s: %s worse in validation window %d of %d: %s %s; judged '
-            'again' % (tenant, entry['method'], worse,
+            'again' % (tenant, entry.method, worse,
                        WORSE_WINDOWS_TO_DELETE, judged, margin)]
-    holdoff = dict(entry.get('holdoff', {}))
-    holdoff[entry['method']] = now + settings.holdoff
+    holdoff = dict(entry.holdoff)
+    holdoff[entry.method] = now + settings.holdoff
     ran = _ran_until(entry, 'none', now, settings)
     reason = '%s made latency worse in %d validation windows in a row: ' \
-        '%s %s' % (entry['method'], worse, judged, margin)
-    deleted = dict(_without(entry, 'judging'), method='none',
-                   validated=True, holdoff=holdoff, ran_until=ran,
-                   reason=reason)
+        '%s %s' % (entry.method, worse, judged, margin)
+    deleted = entry.replace(judging=None, method='none', validated=True,
+                            holdoff=holdoff, ran_until=ran, reason=reason)
     return deleted, ['%s: deleted: %s' % (tenant, reason)]
 
 
@@ -449,10 +436,10 @@ def _compared(entry, judging):
     """``(current, baseline, judged)``: the validation window's latency
     and the baseline, each relative to the other tenants' when both have
     a reference, else in ms, and how they were compared, in words."""
-    baseline = entry['baseline_ms']
+    baseline = entry.baseline_ms
     current = judging['ms'] / judging['n']
     now_reference = judging['ref_ms'] and judging['ref_ms'] / judging['n']
-    was_reference = entry.get('baseline_reference_ms')
+    was_reference = entry.baseline_reference_ms
     judged = '%.1f ms against %.1f ms before' % (current, baseline)
     if was_reference and now_reference:
         # relative to the others: the cluster's load changed meanwhile

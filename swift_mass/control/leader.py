@@ -4,14 +4,15 @@ and each one's new entry, by :mod:`swift_mass.control.controller`.  Writing
 the decisions (to the store, to account sysmeta) is the agent's.
 """
 from swift_mass.control import controller, monitor
+from swift_mass.control.entry import MalformedEntry, PolicyEntry
 from swift_mass.tags import OPT_OUT_MARK_HEADER
 
 
 class Decisions(object):
     """The leader's decisions of one tick.
 
-    :param table: the leader's policy table ``{tenant: entry}``, read, not
-        changed.
+    :param table: the leader's policy table ``{tenant: PolicyEntry}``,
+        read, not changed.
     :param figures: ``{tenant: Figures}`` of every tenant with requests in
         the window (:meth:`Agent.tenant_figures
         <swift_mass.control.agent.Agent.tenant_figures>`).
@@ -19,7 +20,9 @@ class Decisions(object):
         whether the store that keeps them answered.
     :param opt_out: the tenants opted out by configuration
         (``opt_out_accounts``).
-    :param durable: where an entry is kept durably (account sysmeta), or
+    :param durable: where an entry is kept durably (account sysmeta, as
+        :meth:`PolicyEntry.to_dict
+        <swift_mass.control.entry.PolicyEntry.to_dict>` stores it), or
         None.
 
     :meth:`make` fills in ``updates``, ``{tenant: new entry or None}``, the
@@ -71,8 +74,9 @@ class Decisions(object):
         is to be written; each reason for it logged."""
         previous = self.table.get(tenant)
         recalled = previous is None and self.durable is not None
+        kept = False  # whether a durable copy of its entry was found
         if recalled:
-            previous = self.durable.load(tenant)
+            previous, kept = self._recall(tenant)
         own = self.figures.get(tenant, self._empty)
         why = self._opted_out(tenant, own)
         if why:
@@ -80,8 +84,8 @@ class Decisions(object):
             decided = controller.opt_out(tenant, previous, self.now,
                                          self.settings, why,
                                          pinned=tenant in self.pins)
-        elif not self.pins_known and previous and previous.get('pinned') \
-                and tenant not in self.pins:
+        elif not self.pins_known and previous is not None and \
+                previous.pinned and tenant not in self.pins:
             # The store that keeps the operator's pins does not
             # answer: a pinned tenant keeps its entry, and its durable
             # copy, until the pins can be read again.
@@ -95,15 +99,31 @@ class Decisions(object):
         entry, reasons = decided
         for reason in reasons:
             self.logger.info('mass decision: %s', reason)
-        self._note(tenant, entry, previous, recalled)
+        self._note(tenant, entry, previous, recalled, kept)
 
-    def _note(self, tenant, entry, previous, recalled):
+    def _recall(self, tenant):
+        """``(entry, kept)``: the tenant's entry kept durably, or None if
+        there is none or it is not an entry (logged: the tenant is
+        decided on afresh), and whether there is a durable copy."""
+        stored = self.durable.load(tenant)
+        if stored is None:
+            return None, False
+        try:
+            return PolicyEntry.from_dict(stored), True
+        except MalformedEntry as err:
+            self.logger.warning(
+                'mass decision: %s: cannot decide on its entry %r (%s: %s)',
+                tenant, stored, type(err).__name__, err)
+            return None, True
+
+    def _note(self, tenant, entry, previous, recalled, kept):
         """``entry``, the tenant's decided entry, in ``updates`` if it
-        differs from the table's, and in ``changed`` if it is new."""
+        differs from the table's, and in ``changed`` if it is new
+        (``kept``: the tenant has a durable copy, recalled)."""
         if entry is None:
             # a recalled entry that is no more: its durable copy goes
             # too, or every tick would recall it again
-            if tenant in self.table or (recalled and previous is not None):
+            if tenant in self.table or kept:
                 self.updates[tenant] = None
                 self.changed.append(tenant)
         elif entry is not self.table.get(tenant):
@@ -114,9 +134,10 @@ class Decisions(object):
 
     def _decide(self, tenant, previous, own):
         """:func:`controller.decide` for one tenant; an entry it cannot
-        read (a malformed one, in the table or in the account's sysmeta)
-        is decided on afresh, as if the tenant had none; None, logged, if
-        even that fails: one bad entry never stops the others'
+        decide from is decided on afresh, as if the tenant had none
+        (malformed ones never get here: a worker leaves them out of its
+        table, and :meth:`_recall` out of what it recalls); None, logged,
+        if even that fails: one bad entry never stops the others'
         decisions."""
         totals = self._totals
         min_requests = self.settings.thresholds.min_requests

@@ -47,7 +47,7 @@ def emit_flush(logger, pending, table, tenant_metrics):
     swift_mass_class_<field>, labeled with the tenant, its class and
     the HTTP method.
 
-    ``table``: the worker's policy table ``{tenant: entry}``, which
+    ``table``: the worker's policy table ``{tenant: PolicyEntry}``, which
     names each tenant's class (``unknown`` for a tenant without an
     entry); ``tenant_metrics``: None for every tenant.
     """
@@ -90,7 +90,7 @@ def _totals_by_class(pending, table):
         if not fields:
             continue
         entry = table.get(tenant)
-        cls = entry['class'] if entry else 'unknown'
+        cls = entry.cls if entry is not None else 'unknown'
         tenant_class[tenant] = cls
         total = classes.get(cls)
         if total is None:
@@ -148,7 +148,7 @@ def count_decisions(logger, changed, table):
     by_class = {}
     for tenant in changed:
         entry = table.get(tenant)
-        cls = (entry.get('class') or 'unknown') if entry else 'none'
+        cls = (entry.cls or 'unknown') if entry is not None else 'none'
         by_class[cls] = by_class.get(cls, 0) + 1
     for cls, count in by_class.items():
         client.update_stats(prefix + 'decisions', count,

@@ -12,8 +12,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from swift_mass import metrics
+from swift_mass.breaker import Breaker
 from swift_mass.control.stores.base import describe
-from swift_mass.control.stores.resilient import Breaker
 from swift_mass.lua import read_script
 from swift_mass.redis_client import client_from_url, key_prefix
 

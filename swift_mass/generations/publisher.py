@@ -8,9 +8,11 @@ BUMPED_METHODS = frozenset(('cache', 'merge'))
 
 
 def bumped_tenants(table):
-    """The tenants of a policy table whose writes must be bumped."""
+    """The tenants of a policy table (``{tenant: entry}``, each with its
+    ``method``: :class:`swift_mass.control.entry.PolicyEntry`) whose writes
+    the object servers bump: those whose method reads generations."""
     return frozenset(tenant for tenant, entry in table.items()
-                     if entry and entry.get('method') in BUMPED_METHODS)
+                     if entry.method in BUMPED_METHODS)
 
 
 class BumpedSetPublisher(object):

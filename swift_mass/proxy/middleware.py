@@ -406,7 +406,7 @@ class MassMiddleware(object):
         entry = self.agent.policy(tenant)
         if entry is not None:
             env[tags.ENV_POLICY] = entry
-            env[tags.CLASS_ENV] = entry['class']
+            env[tags.CLASS_ENV] = entry.cls
         return entry
 
     def _app_for(self, env, entry, is_object):
@@ -419,7 +419,7 @@ class MassMiddleware(object):
             # known before the app is chosen without an auth system
             entry = None
         app = self.app
-        if entry is not None and entry.get('ring') and \
+        if entry is not None and entry.substore and \
                 env['REQUEST_METHOD'] == 'PUT' and \
                 routing.container_of(env['PATH_INFO']):
             app = self._route

@@ -11,8 +11,8 @@ The rules, in the order :func:`substore_of` and :func:`routed` apply
 them:
 
 * only PUTs of a container (not of an account or an object);
-* only for a tenant with a policy whose ring names a storage policy; an
-  empty ring is the default policy, which Swift picks by itself;
+* only for a tenant with a policy whose substore names a storage policy;
+  an empty substore is the default policy, which Swift picks by itself;
 * never reserved (``\\x00``) or system (``.``-prefixed) accounts or
   container names: they belong to Swift and its middlewares
   (object_versioning's ``\\x00versions\\x00<container>`` follows its
@@ -86,15 +86,15 @@ def substore_of(method, path, headers, entry):
     method and path: the request's (a WSGI PATH_INFO); headers: its
     headers, a mapping that ignores the case of names (swob's
     HeaderKeyDict, HeaderEnvironProxy); entry: the tenant's policy table
-    entry or None.
+    entry (a :class:`swift_mass.control.entry.PolicyEntry`) or None.
     """
     if method != 'PUT':
         return None, NOT_CONTAINER_PUT
     names = container_of(path)
     if names is None:
         return None, NOT_CONTAINER_PUT
-    ring = entry.get('ring') if entry else None
-    if not ring:
+    substore = entry.substore if entry is not None else None
+    if not substore:
         return None, NO_SUBSTORE
     if any(name.startswith((RESERVED, SYSTEM)) for name in names):
         return None, SYSTEM_NAME
@@ -102,7 +102,7 @@ def substore_of(method, path, headers, entry):
         return None, EXPLICIT
     if headers.get(VERSIONS_SYSMETA):
         return None, VERSIONED
-    return ring, None
+    return substore, None
 
 
 def routed(substore, exists):

@@ -12,6 +12,7 @@ from swift.common import statsd_client
 from swift.common.swob import Request
 
 from swift_mass.control import monitor
+from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.local import LocalStore
 from swift_mass.obj import middleware as object_mw
 from swift_mass.proxy import middleware as proxy
@@ -99,8 +100,8 @@ def test_legacy_off_sends_only_labeled(sent):
 @needs_labels
 def test_tenant_and_class_counters_labeled(sent):
     mass = make_proxy(LABELED)
-    mass.agent.table = {'AUTH_a': {'class': 'read', 'method': 'cache',
-                                   'ring': ''}}
+    mass.agent.table = {'AUTH_a': PolicyEntry('read', substore='',
+                                              method='cache')}
     counts = monitor.request_counts('GET', 200, 0, 10, 0.01)
     more = monitor.request_counts('GET', 500, 0, 0, 0.01)
     put = monitor.request_counts('PUT', 201, 5, 0, 0.01)

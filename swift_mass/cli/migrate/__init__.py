@@ -150,7 +150,7 @@ def run(args):
         return output.emit(args, lambda: command(args, {}, progress), text)
     from swift_mass.cli import control
     return control.with_store(args, lambda conf, store, settings: command(
-        args, store.get_table()[1], progress), text)
+        args, control.policy_table(store)[1], progress), text)
 
 
 def add_parsers(subparsers):

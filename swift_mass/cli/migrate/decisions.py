@@ -70,27 +70,28 @@ def default_policy(policies):
 def resolve_target(tenant, table, option, policies):
     """``(policy name, why)``: the policy the tenant's containers move to.
 
-    ``option`` (``--policy``) wins; otherwise the tenant's Mass policy
-    (``table[tenant]['ring']``, '' meaning the default policy).  The name is
-    checked against the cluster's policies (``/info``)."""
+    ``option`` (``--policy``) wins; otherwise the substore of the
+    tenant's Mass policy (``table``: ``{tenant: PolicyEntry}``; '' meaning
+    the default policy).  The name is checked against the cluster's
+    policies (``/info``)."""
     names = [p['name'] for p in policies]
     if option:
         why = '--policy'
         name = option
     else:
         entry = table.get(tenant)
-        if not entry:
+        if entry is None:
             raise MigrationError(
                 '%s has no Mass policy (swift-mass tenants); give --policy'
                 % tenant)
-        if entry.get('opted_out'):
+        if entry.opted_out:
             # its entry only says Mass leaves it alone: no substore
             raise MigrationError(
                 '%s is opted out of Mass (swift-mass explain); give --policy'
                 % tenant)
-        name = entry.get('ring') or default_policy(policies)
+        name = entry.substore or default_policy(policies)
         why = 'Mass policy: class %s, substore %r' % (
-            entry.get('class'), entry.get('ring') or '')
+            entry.cls, entry.substore)
     for policy in policies:
         if name == policy['name'] or name in (
                 a.strip() for a in policy.get('aliases', '').split(',')):

@@ -38,13 +38,13 @@ Swift's own memcache (:mod:`~swift_mass.control.stores.memcache_store`)
 and worker-local dicts (:mod:`~swift_mass.control.stores.local`) are the
 fallbacks.  These three let their errors propagate;
 :mod:`~swift_mass.control.stores.resilient`'s ``ResilientStore`` chains
-them, each behind a circuit breaker (``Breaker``; Redis -> memcache ->
-local, built by :func:`store_from_conf`), and never raises, so no request
-fails because a store is down.  What was written to a fallback during an
-outage is not copied back: once the primary answers again, its (older)
-table, pins and counters are what every worker sees, and the controller
-brings the table up to date from there; pins set during the outage must be
-set again.
+them, each behind a circuit breaker (:class:`swift_mass.breaker.Breaker`;
+Redis -> memcache -> local, built by :func:`store_from_conf`), and never
+raises, so no request fails because a store is down.  What was written
+to a fallback during an outage is not copied back: once the primary
+answers again, its (older) table, pins and counters are what every worker
+sees, and the controller brings the table up to date from there; pins set
+during the outage must be set again.
 """
 
 from swift_mass.control.stores import local, memcache_store, redis_store, \

@@ -8,6 +8,8 @@ import json
 import re
 import urllib.parse
 
+from swift_mass.control.entry import PolicyEntry
+
 
 # what urllib.parse.quote(name, safe='') leaves as it is
 _UNRESERVED = re.compile(r'[A-Za-z0-9_.~-]*\Z').match
@@ -25,9 +27,24 @@ def unquote(quoted):
     return urllib.parse.unquote(quoted) if '%' in quoted else quoted
 
 
-# an entry's JSON (keys sorted: equal entries, equal text); one encoder,
-# not one per call as json.dumps(sort_keys=True) makes
-encode = json.JSONEncoder(sort_keys=True).encode
+def stored(entry):
+    """What a store keeps of a table's entry: a
+    :class:`~swift_mass.control.entry.PolicyEntry`'s dict
+    (:meth:`~swift_mass.control.entry.PolicyEntry.to_dict`), anything
+    else as it is."""
+    return entry.to_dict() if entry.__class__ is PolicyEntry else entry
+
+
+def _stored(value):
+    if value.__class__ is PolicyEntry:
+        return value.to_dict()
+    raise TypeError('%r is not JSON serializable' % (value,))
+
+
+# an entry's JSON (keys sorted: equal entries, equal text), a PolicyEntry's
+# that of its dict; one encoder, not one per call as
+# json.dumps(sort_keys=True) makes
+encode = json.JSONEncoder(sort_keys=True, default=_stored).encode
 
 
 def describe(err):
@@ -40,11 +57,13 @@ class Store(object):
     Counters are ``{tenant: {bucket: {field: value}}}``, buckets are ints
     (epoch seconds of the bucket's start), fields are names such as
     ``ops.GET`` (no whitespace).  Tables, policies and pins are JSON-able
-    dicts; what is read back is a fresh copy.  A table's state is a pair
-    ``(id, version)``; ``(None, 0)`` is that of a store that holds no
-    table.  Every method does a bounded number of round trips to its
-    backend: a few, or one per few thousand tenants for the methods that
-    take or return many.
+    dicts (a table's entries may be given as
+    :class:`~swift_mass.control.entry.PolicyEntry`, each kept as its
+    :func:`stored` dict); what is read back is a fresh copy, of dicts.  A
+    table's state is a pair ``(id, version)``; ``(None, 0)`` is that of a
+    store that holds no table.  Every method does a bounded number of
+    round trips to its backend: a few, or one per few thousand tenants for
+    the methods that take or return many.
     """
     name = 'base'
 

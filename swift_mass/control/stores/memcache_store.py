@@ -4,7 +4,7 @@ import math
 import time
 
 from swift_mass.control.stores.base import Store, by_bucket, describe, \
-    quote
+    quote, stored
 
 
 class MemcacheStore(Store):
@@ -149,7 +149,9 @@ class MemcacheStore(Store):
 
     def put_table(self, table):
         version = self.memcache.incr(self._key('table-version'), 1)
-        self._set(self._key('table'), {'version': version, 'table': table})
+        # MemcacheRing serialises with json.dumps: dicts, not entries
+        self._set(self._key('table'), {'version': version, 'table': {
+            tenant: stored(entry) for tenant, entry in table.items()}})
         return int(version)
 
     def table_version(self):

@@ -3,7 +3,6 @@ Redis Cluster (:mod:`swift_mass.redis_client`); its Lua scripts are the
 files of ``lua/``."""
 
 import hashlib
-import importlib.resources
 import json
 import time
 import uuid
@@ -14,13 +13,9 @@ from redis.retry import Retry
 
 from swift_mass.control.stores.base import Store, by_bucket, describe, \
     encode, quote, unquote
+from swift_mass.lua import read_script
 from swift_mass.redis_client import DEFAULT_REDIS_TIMEOUT_MS, \
     DEFAULT_REDIS_URL, client_from_url, key_prefix, redacted_url
-
-
-def _lua(name):
-    return importlib.resources.files(__package__).joinpath(
-        'lua', name + '.lua').read_text(encoding='utf-8')
 
 
 class RedisStore(Store):
@@ -87,7 +82,7 @@ class RedisStore(Store):
 
     #: the scripts (lua/<name>.lua, where each says what it takes and
     #: returns), read once: a script's text is what names it to Redis
-    SCRIPTS = {name: _lua(name) for name in (
+    SCRIPTS = {name: read_script(__package__, name) for name in (
         'acquire', 'release', 'add', 'members', 'read', 'changes',
         'entries', 'update', 'commit', 'replace')}
 

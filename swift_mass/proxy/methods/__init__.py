@@ -1,4 +1,5 @@
-"""The methods a tenant's policy names (entry['method']), one module each.
+"""The methods a tenant's policy names (its entry's ``method``), one module
+each.
 
 :class:`Methods` is what the proxy filter asks, per request, which app
 answers it: the app right of Mass (most requests), or the method of the
@@ -31,11 +32,13 @@ class Methods(object):
 
     def app_for(self, env, entry, app):
         """The WSGI app that answers the request; ``entry`` is the
-        tenant's policy entry or None, ``app`` the one Mass would call.
+        tenant's policy entry (a
+        :class:`~swift_mass.control.entry.PolicyEntry`) or None, ``app``
+        the one Mass would call.
         The method of the policy tags the request first."""
         method = None
         if entry is not None:
-            method = self.by_name.get(entry.get('method'))
+            method = self.by_name.get(entry.method)
         if method is not None:
             method.tag(env)
         if method is None or not method.decide(env):

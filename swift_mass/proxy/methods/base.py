@@ -41,7 +41,7 @@ def object_path(env):
 
 
 class Method(object):
-    """One method of the policy table (entry['method'])."""
+    """One method of the policy table (an entry's ``method``)."""
     name = None
 
     def tag(self, env):

@@ -57,10 +57,9 @@ import cachetools
 import eventlet
 from swift.common.http import is_success
 from swift.common.memcached import load_memcache
-from swift.common.request_helpers import resolve_etag_is_at_header
 from swift.common.constraints import check_utf8
-from swift.common.swob import Request, Response, wsgi_to_str
-from swift.common.utils import Timestamp, list_from_csv
+from swift.common.swob import Request, wsgi_to_str
+from swift.common.utils import Timestamp
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
@@ -69,8 +68,11 @@ from swift_mass.control.stores.redis_store import RedisStore
 from swift_mass.generations import object_key
 from swift_mass.generations.reader import GenerationReader
 from swift_mass.proxy.methods import base
-from swift_mass.proxy.methods.bodies import Entry, MemcacheBodies, \
-    RedisBodies, LocalBodies
+from swift_mass.proxy.methods.bodies import MemcacheBodies, RedisBodies, \
+    LocalBodies
+from swift_mass.proxy.methods.entries import Entries
+from swift_mass.proxy.methods.hits import Hits
+from swift_mass.proxy.methods.validity import CONDITIONS, ValidityCheck
 from swift_mass.ring_devices import ring_devices
 
 CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
@@ -79,9 +81,6 @@ CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
 # the body store's round trip until someone writes them.
 UNCACHEABLE_MEMO = 10000
 
-# Request headers that make an answer other than the whole object.
-_CONDITIONS = ('HTTP_RANGE', 'HTTP_IF_MATCH', 'HTTP_IF_NONE_MATCH',
-               'HTTP_IF_MODIFIED_SINCE', 'HTTP_IF_UNMODIFIED_SINCE')
 # Backend headers a request may carry on a hit: Mass's own tags, and the
 # two that only matter for metadata a cached object never has (or that
 # the hit resolves as the object server would).  Any other X-Backend-*
@@ -185,27 +184,31 @@ class Collector(object):
 
 
 class CacheMethod(base.Method):
+    """The ``cache`` method of this module: the reads it acts on
+    (:meth:`decide`), each authorised as Swift would (:meth:`authorized`),
+    then answered by ``hits`` (:class:`~swift_mass.proxy.methods.hits.Hits`)
+    from ``entries``
+    (:class:`~swift_mass.proxy.methods.entries.Entries`) or sent to the
+    backend, whose answer is cached on its way to the client
+    (:meth:`fetch`) under the validity ``validity_check`` read before
+    (:class:`~swift_mass.proxy.methods.validity.ValidityCheck`)."""
     name = 'cache'
 
     def __init__(self, app, settings, logger, bodies, generations,
                  clock=time.time, devices=None, local=None,
                  spawn=eventlet.spawn_n):
-        self.app = app  # the proxy app: container info, validation HEADs
+        self.app = app  # the proxy app: its own checks, container info
         self.settings = settings
         self.logger = logger
-        #: where bodies are shared (Redis, memcache), or this worker's
-        #: own LRU when nothing is shared
-        self.bodies = bodies
-        #: this worker's LRU in front of shared ``bodies`` (None: none):
-        #: a hit it answers moves no body over the network
-        self.local = local
         self.generations = generations
         self.clock = clock
-        # a fill of the shared bodies runs off the client's path
-        self.spawn = spawn
-        #: ``devices()``: every device of the object rings, each of which
-        #: needs an object server that bumps generations
-        self.devices = devices
+        self.validity_check = ValidityCheck(
+            app, settings, logger, generations, self._count, devices)
+        self.entries = Entries(bodies, local, generations,
+                               self.validity_check, logger, self._count,
+                               spawn)
+        self.hits = Hits(settings, self.entries, self.validity_check,
+                         self._count)
         # key -> the generation under which it was found uncacheable;
         # forgetting one only costs a lookup, so worker-local and bounded
         # is enough
@@ -251,33 +254,16 @@ class CacheMethod(base.Method):
                    devices=lambda: ring_devices(mass_conf.swift_dir),
                    local=local)
 
-    # -- helpers -------------------------------------------------------
+    @property
+    def devices(self):
+        """``devices()``: every device of the object rings, each of which
+        needs an object server that bumps generations (the validity
+        check's; a benchmark or test sets its own here)."""
+        return self.validity_check.devices
 
-    def _bodies(self, env):
-        if isinstance(self.bodies, MemcacheBodies) and \
-                self.bodies.memcache is None:
-            self.bodies.memcache = env.get('swift.cache')
-        return self.bodies
-
-    def _body_call(self, env, name, *args):
-        """A body store call; a failing backend is a miss, not an error.
-        Bodies in the generations' Redis share their breaker: while that
-        Redis fails, no read waits for it (a hung Redis would otherwise
-        cost every read its timeout)."""
-        shared = self.generations is not None and \
-            isinstance(self.bodies, RedisBodies)
-        if shared and not self.generations.available():
-            self._count(env, 'backend_skipped')
-            return None
-        try:
-            return getattr(self._bodies(env), name)(*args)
-        except Exception as err:
-            if shared:
-                self.generations.failed(err)
-            self._count(env, 'backend_errors')
-            self.logger.debug('mass cache: %s %s failed: %s' % (
-                self.bodies.name, name, err))
-            return None
+    @devices.setter
+    def devices(self, devices):
+        self.validity_check.devices = devices
 
     def _count(self, env, result):
         """cache.<result>, labeled with the request's class."""
@@ -289,93 +275,24 @@ class CacheMethod(base.Method):
 
     def validity(self, env, key):
         """``(validity, write_timestamp)`` of the object ``env`` reads
-        (``key`` its :func:`object_key`) now, as :meth:`GenerationReader.read`
-        tells; ``(None, None)`` without generations, or while a device of
-        the object rings has no object server that bumps them."""
-        if self.generations is None:
-            return None, None
-        self.generations.start()
-        if self.devices is not None and \
-                self.generations.uncovered(self.devices) != frozenset():
-            self._count(env, 'uncovered')
-            return None, None
-        return self.generations.read(key, base.object_path(env)[0])
+        (``key`` its :func:`object_key`) now:
+        :meth:`ValidityCheck.read
+        <swift_mass.proxy.methods.validity.ValidityCheck.read>`."""
+        return self.validity_check.read(env, key)
 
     def hit(self, env, key):
         """The answer to an authorised read (:meth:`authorized`) from the
         cached body (a swob Response), or None when the backend must
         answer: not cached, stale, or a request only Swift's proxy answers
         right."""
-        return self._hit(env, key, self._read(env, key)[0])
+        return self.hits.answer(
+            env, key, self.validity_check.current(env, key)[0])
 
     def fill(self, env, key, validity, headers, body):
-        """Cache ``body`` (with ``headers``, as :func:`cacheable_headers`
-        kept them), fetched when the object's validity was ``validity``,
-        unless the object was written since (not asked under
-        ``cache_ttl_only`` when no validity was read); whether it was
-        stored."""
-        if not self._still_current(env, key, validity):
-            return False
-        entry = Entry(validity, headers, body)
-        if self.local is not None:
-            self.local.put(key, entry)
-        self._body_call(env, 'put', key, entry)
-        return True
-
-    def _read(self, env, key):
-        """:meth:`validity`, unless ``cache_ttl_only`` (no validity)."""
-        if self.settings.ttl_only:
-            return None, None
-        return self.validity(env, key)
-
-    def _entry(self, env, key, validity):
-        """The entry cached for ``key``: this worker's if it is the
-        current one (``validity``; any under None: the backend then
-        judges it), else the shared one, kept here if it is current."""
-        if self.local is not None:
-            entry = self.local.get(key)
-            if entry is not None:
-                if validity is None or entry.validity == validity:
-                    return entry
-                self.local.delete(key)
-        entry = self._body_call(env, 'get', key)
-        if entry is not None and self.local is not None and \
-                validity is not None and entry.validity == validity:
-            self.local.put(key, entry)
-        return entry
-
-    def _hit(self, env, key, validity):
-        entry = self._entry(env, key, validity)
-        if entry is None:
-            return None
-        return self._answer(env, entry, validity)
-
-    def _store(self, env, key, validity, headers, chunks):
-        """A miss's body arrived whole: keep it in this worker at once
-        (fetched under ``validity``, a hit compares that with the
-        object's current one, so a write meanwhile only makes it unused),
-        and share it from a green thread of its own, off the client's
-        path (:meth:`fill`: only if no write overtook it)."""
-        entry = Entry(validity, headers, chunks)
-        if isinstance(self.bodies, LocalBodies):
-            self.bodies.put(key, entry)
-            return
-        if self.local is not None:
-            self.local.put(key, entry)
-        shared = {name: env[name] for name in (
-            'PATH_INFO', 'swift.cache') if name in env}
-        self.spawn(self._share, shared, key, entry)
-
-    def _share(self, env, key, entry):
-        if self._still_current(env, key, entry.validity):
-            self._body_call(env, 'put', key, entry)
-
-    def _still_current(self, env, key, validity):
-        """Whether no write overtook a body fetched under ``validity``
-        (not asked under ``cache_ttl_only`` when none was read)."""
-        if validity is None and self.settings.ttl_only:
-            return True
-        return self.validity(env, key)[0] == validity
+        """Cache ``body`` fetched under ``validity``, unless the object
+        was written since; whether it was stored: :meth:`Entries.fill
+        <swift_mass.proxy.methods.entries.Entries.fill>`."""
+        return self.entries.fill(env, key, validity, headers, body)
 
     # -- reads ---------------------------------------------------------
 
@@ -406,7 +323,7 @@ class CacheMethod(base.Method):
         key = object_key(*base.object_path(env))
         # Validity first, in one small round trip: no body moves before
         # it is known to be the current one.
-        read = self._read(env, key)
+        read = self.validity_check.current(env, key)
         found_under = self._uncacheable.get(key)
         if found_under is not None:
             if read[0] == found_under:
@@ -420,7 +337,7 @@ class CacheMethod(base.Method):
             # pop, not del: another green thread may have dropped it while
             # this one waited for the generation
             self._uncacheable.pop(key, None)
-        resp = self._hit(env, key, read[0])
+        resp = self.hits.answer(env, key, read[0])
         if resp is not None:
             return resp(env, start_response)
         return miss(env, start_response, app, key, read)
@@ -456,73 +373,9 @@ class CacheMethod(base.Method):
         req.acl = info.get('read_acl')
         return authorize(req)
 
-    def _answer(self, env, entry, validity):
-        ignore_range_if = env.get(
-            'HTTP_X_BACKEND_IGNORE_RANGE_IF_METADATA_PRESENT')
-        if ignore_range_if and any(
-                entry.header(name) is not None
-                for name in list_from_csv(ignore_range_if)):
-            # the object server would answer differently: let it
-            return None
-        if not self.settings.ttl_only:
-            if validity is not None:
-                if entry.validity != validity:
-                    self._count(env, 'stale')
-                    return None
-            elif not self._backend_agrees(env, entry):
-                self._count(env, 'stale')
-                return None
-            else:
-                self._count(env, 'validated')
-        resp = self._response(env, entry)
-        # Swift's proxy answers a failed precondition its own way (the
-        # best of every replica's 412, without the object's Content-Type
-        # or Accept-Ranges, and differently for EC): let it, as it costs
-        # no body.  swob decides 304 before 412, as the object server.
-        if resp._get_conditional_response_status() == 412:
-            return None
-        self._count(env, 'hit')
-        return resp
-
-    def _backend_agrees(self, env, entry):
-        """A HEAD of the object as the client (the proxy authorises it)
-        shows the cached version: same X-Backend-Timestamp and ETag."""
-        head_env = {k: v for k, v in env.items()
-                    if k not in _CONDITIONS and k != 'wsgi.input'}
-        head_env.update({'REQUEST_METHOD': 'HEAD', 'swift.source': 'MASS',
-                         'CONTENT_LENGTH': '0'})
-        head_env.pop('swob.ACL', None)
-        try:
-            resp = Request(head_env).get_response(self.app)
-        except Exception as err:
-            self.logger.warning('mass cache: validation HEAD failed: %s'
-                                % err)
-            return False
-        return (resp.status_int == 200 and
-                resp.headers.get('X-Backend-Timestamp') ==
-                entry.header('X-Backend-Timestamp') and
-                resp.headers.get('ETag') == entry.header('ETag'))
-
-    def _response(self, env, entry):
-        req = Request(env)
-        headers = dict(entry.headers)
-        etag = resolve_etag_is_at_header(req, headers)
-        if 'HTTP_RANGE' in env:
-            # swob cuts ranges out of a body in one piece
-            resp = Response(request=req, body=entry.body, headers=headers,
-                            conditional_response=True,
-                            conditional_etag=etag)
-        else:
-            resp = Response(request=req, app_iter=list(entry.chunks),
-                            headers=headers, conditional_response=True,
-                            conditional_etag=etag)
-            resp.content_length = entry.length
-        resp.headers[CACHE_HEADER] = 'hit'
-        return resp
-
     def _plain_get(self, env):
         return env['REQUEST_METHOD'] == 'GET' and \
-            not any(name in env for name in _CONDITIONS)
+            not any(name in env for name in CONDITIONS)
 
     def fetch(self, env, start_response, app, key, read=None):
         """Send a read to ``app`` as a miss, and cache the answer on its
@@ -533,7 +386,7 @@ class CacheMethod(base.Method):
         validity = written = None
         if storing:
             validity, written = read if read is not None else \
-                self._read(env, key)
+                self.validity_check.current(env, key)
             if validity is not None and written is None:
                 # No write of this object was recorded since its tenant's
                 # writes were bumped: one made before may have missed the
@@ -565,7 +418,7 @@ class CacheMethod(base.Method):
             return app_iter
 
         def store(chunks):
-            self._store(env, key, validity, kept, chunks)
+            self.entries.store(env, key, validity, kept, chunks)
             self._count(env, 'stored')
         return Collector(app_iter, length, store)
 

@@ -7,14 +7,17 @@ import time
 import pytest
 
 from mass_bench import bench, clients, policy_table, report, summary
+from swift_mass.control.entry import PolicyEntry
 
+# an entry as the store keeps it
 CACHE = {'class': 'read', 'ring': 'fast', 'method': 'cache', 'since': 100.0,
          'validated': False, 'pinned': False, 'reason': 'read share 1.00',
          'baseline_ms': 12.5, 'baseline_reference_ms': None, 'holdoff': {}}
 
 
 def entry(**changes):
-    return policy_table.entry_sample(dict(CACHE, **changes))
+    return policy_table.entry_sample(
+        PolicyEntry.from_dict(CACHE).replace(**changes))
 
 
 def samples(*entries, label='photos', first=-2):
@@ -25,7 +28,7 @@ def samples(*entries, label='photos', first=-2):
 def test_an_entry_sample_names_the_substore():
     judging = dict(CACHE, judging={'windows': 1, 'worse': 0, 'ms': 3.0,
                                    'n': 9, 'from': 5.0, 'ref_ms': None})
-    assert policy_table.entry_sample(judging) == {
+    assert policy_table.entry_sample(PolicyEntry.from_dict(judging)) == {
         'class': 'read', 'substore': 'fast', 'method': 'cache',
         'validated': False, 'pinned': False, 'since': 100.0,
         'reason': 'read share 1.00', 'baseline_ms': 12.5,
@@ -108,7 +111,7 @@ def test_unread_tables_are_left_out():
     (None, entry(), 'new policy'),
     (None, entry(pinned=True), 'pinned'),
     (entry(), entry(pinned=True, since=200.0), 'pinned'),
-    (entry(), entry(**{'class': 'write', 'method': 'batch'}),
+    (entry(), entry(cls='write', method='batch'),
      'new policy'),
     (entry(), entry(since=200.0), 'new policy'),
     (entry(), entry(validated=True), 'validated'),
@@ -124,8 +127,8 @@ def test_decisions_between_samples(before, after, decision):
 
 
 def test_a_changed_substore_of_the_same_policy():
-    before = policy_table.entry_sample(CACHE)
-    after = policy_table.entry_sample(dict(CACHE, ring='bulk'))
+    before = entry()
+    after = entry(substore='bulk')
     assert policy_table.decision(before, after) == 'changed'
 
 

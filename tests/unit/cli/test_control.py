@@ -11,6 +11,7 @@ from swift.common.storage_policy import StoragePolicy, \
 
 from swift_mass.cli import control, main as cli
 from swift_mass.conf import MassConf
+from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.local import LocalStore
 
 
@@ -65,8 +66,8 @@ def test_pin_unpin_and_status_through_the_store(store, capsys):
 
 
 def test_tenants_lists_the_policy_table(store, capsys):
-    store.put_table({'AUTH_a': {'class': 'read', 'ring': 'fast',
-                                'method': 'cache', 'since': 1}})
+    store.put_table({'AUTH_a': PolicyEntry('read', substore='fast',
+                                           method='cache', since=1)})
     status, out, _ = run(capsys, 'tenants')
     assert status == 0
     header, row = out.splitlines()
@@ -75,6 +76,31 @@ def test_tenants_lists_the_policy_table(store, capsys):
     status, out, _ = run(capsys, 'explain', 'AUTH_a', '--json')
     assert status == 0
     assert json.loads(out)['policy']['ring'] == 'fast'
+
+
+def test_explain_and_tenants_show_the_entry_as_stored(store, capsys):
+    # what --json showed before entries were PolicyEntry, key for key:
+    # scripts parse it (the substore under 'ring')
+    stored = {'baseline_ms': 10.0, 'baseline_reference_ms': None,
+              'class': 'read', 'holdoff': {'batch': 2000.0},
+              'judging': {'from': 5.0, 'ms': 3.0, 'n': 9, 'ref_ms': None,
+                          'windows': 1, 'worse': 0},
+              'method': 'cache', 'pinned': False,
+              'ran_until': {'merge': 900.0}, 'reason': 'read share 0.95',
+              'ring': 'fast', 'since': 1000.0, 'validated': False}
+    store.put_table({'AUTH_a': stored, 'AUTH_bad': {'class': 'read'}})
+    status, out, err = run(capsys, 'explain', 'AUTH_a', '--json')
+    assert status == 0
+    assert json.dumps(json.loads(out)['policy'], sort_keys=True) == \
+        json.dumps(stored, sort_keys=True)
+    assert err == ('swift-mass: AUTH_bad: its entry in the policy table is '
+                   'left out: not a policy entry: its method is None, not '
+                   'a string\n')
+    status, out, _ = run(capsys, 'tenants', '--json')
+    row, = json.loads(out)
+    assert row == {'tenant': 'AUTH_a', 'class': 'read', 'ring': 'fast',
+                   'method': 'cache', 'pinned': False, 'since': 1000.0,
+                   'reason': 'read share 0.95', 'figures': None}
 
 
 def test_a_bad_pin_or_config_exits_2_and_a_dead_store_1(store, monkeypatch,
@@ -140,11 +166,11 @@ def requests(store, tenant, reads=0, writes=0):
 def three(store):
     """AUTH_b busiest, read-only and pinned; AUTH_a writing; AUTH_c known
     by the table only."""
-    store.put_table({'AUTH_a': {'class': 'write', 'ring': 'bulk',
-                                'method': 'batch'},
-                     'AUTH_b': {'class': 'read', 'ring': 'fast',
-                                'method': 'cache', 'pinned': True},
-                     'AUTH_c': {'class': 'mixed', 'ring': ''}})
+    store.put_table({'AUTH_a': PolicyEntry('write', substore='bulk',
+                                           method='batch'),
+                     'AUTH_b': PolicyEntry('read', substore='fast',
+                                           method='cache', pinned=True),
+                     'AUTH_c': PolicyEntry('mixed', substore='')})
     requests(store, 'AUTH_a', reads=5, writes=30)
     requests(store, 'AUTH_b', reads=90)
     return store
@@ -203,10 +229,10 @@ def test_tenants_bad_top_or_sort(three, capsys, argv, message):
 def test_tenants_columns_fit_keystone_accounts(store, capsys):
     keystone = 'AUTH_' + '0123456789abcdef' * 2
     assert len(keystone) == 37
-    store.put_table({keystone: {'class': 'write', 'ring': 'bulk',
-                                'method': 'batch'},
-                     'AUTH_a': {'class': 'read', 'ring': 'fast',
-                                'method': 'cache'}})
+    store.put_table({keystone: PolicyEntry('write', substore='bulk',
+                                           method='batch'),
+                     'AUTH_a': PolicyEntry('read', substore='fast',
+                                           method='cache')})
     requests(store, keystone, writes=123456789)
     status, out, _ = run(capsys, 'tenants')
     assert status == 0

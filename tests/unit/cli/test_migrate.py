@@ -15,6 +15,7 @@ from swift.common.utils import Timestamp
 from swiftclient.exceptions import ClientException
 
 from swift_mass.cli import control, main as cli, migrate
+from swift_mass.control.entry import PolicyEntry
 from swift_mass.proxy import marks, middleware as proxy
 
 EMPTY = hashlib.md5(b'').hexdigest()
@@ -463,8 +464,8 @@ def test_staging_name_is_deterministic_and_fits():
 
 
 def test_target_from_option_table_or_default_policy():
-    table = {'AUTH_a': {'class': 'write', 'ring': 'bulk'},
-             'AUTH_b': {'class': 'mixed', 'ring': ''}}
+    table = {'AUTH_a': PolicyEntry('write', substore='bulk'),
+             'AUTH_b': PolicyEntry('mixed', substore='')}
     assert migrate.resolve_target('AUTH_a', table, None, POLICIES)[0] == \
         'bulk'
     assert migrate.resolve_target('AUTH_b', table, None, POLICIES)[0] == \
@@ -480,7 +481,7 @@ def test_target_from_option_table_or_default_policy():
 def test_an_opted_out_tenant_has_no_target_of_its_own():
     # its entry says only that Mass leaves it alone: moving it to the
     # default policy on that account would be a move nobody asked for
-    table = {'AUTH_o': {'class': 'unknown', 'ring': '', 'opted_out': True}}
+    table = {'AUTH_o': PolicyEntry('unknown', substore='', opted_out=True)}
     with pytest.raises(migrate.MigrationError, match='opted out'):
         migrate.resolve_target('AUTH_o', table, None, POLICIES)
     assert migrate.resolve_target('AUTH_o', table, 'bulk', POLICIES)[0] == \
@@ -1479,7 +1480,7 @@ def test_command_plans_every_container_and_moves_under_way(monkeypatch):
     populate(swift, n=2)
     swift.add_container('ready', 'bulk')
     seen = fake_swiftclient(monkeypatch, swift)
-    table = {'AUTH_t': {'class': 'write', 'ring': 'bulk'}}
+    table = {'AUTH_t': PolicyEntry('write', substore='bulk')}
     result = migrate.command(command_args('plan'), table, lambda m: None)
     assert result['target'] == 'bulk'
     assert {r['container']: r['move'] for r in result['containers']} == {
@@ -1528,7 +1529,10 @@ def test_cli_registers_migrate_plan_and_run(monkeypatch, capsys):
 
     class Store(object):
         def get_table(self):
-            return 7, {'AUTH_t': {'class': 'write', 'ring': 'bulk'}}
+            # as stored: the substore under 'ring'
+            return 7, {'AUTH_t': {'class': 'write', 'ring': 'bulk',
+                                  'method': 'batch', 'since': 1.0,
+                                  'validated': True}}
     loaded = []
 
     def load(conf):
@@ -1550,7 +1554,9 @@ def test_cli_registers_migrate_plan_and_run(monkeypatch, capsys):
     assert calls == [('plan', 'AUTH_t', ['c'], 'bulk', True, {}),
                      ('run', 'AUTH_t', [], 'bulk', False, {}),
                      ('plan', 'AUTH_t', [], None, False,
-                      {'AUTH_t': {'class': 'write', 'ring': 'bulk'}})]
+                      {'AUTH_t': PolicyEntry('write', substore='bulk',
+                                             method='batch', since=1.0,
+                                             validated=True)})]
 
 
 def test_cli_without_policy_stops_on_a_bad_store_config(monkeypatch,

@@ -2,6 +2,7 @@ import pytest
 
 from swift_mass.control import agent as agent_mod
 from swift_mass.control import controller, monitor, stats
+from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.local import LocalStore
 from swift_mass.control.stores.resilient import ResilientStore
 from tests.unit.helpers import Clock
@@ -84,7 +85,7 @@ def test_classifies_tenants_and_publishes_the_table():
     load(agent, 'AUTH_quiet', 3, 3)
     agent.tick()
     assert agent.is_leader
-    assert {t: (e['class'], e['ring'], e['method'])
+    assert {t: (e.cls, e.substore, e.method)
             for t, e in agent.table.items()} == {
         'AUTH_photos': ('read', 'fast', 'cache'),
         'AUTH_backup': ('write', 'bulk', 'batch'),
@@ -116,19 +117,19 @@ def test_all_workers_see_the_leaders_decision():
     assert follower.policy('AUTH_x') is None
     clock.now += 5
     follower.tick()   # refreshes
-    assert follower.policy('AUTH_x')['class'] == 'write'
+    assert follower.policy('AUTH_x').cls == 'write'
 
 
 def test_window_forgets_old_load():
     agent, clock, _ = make()
     load(agent, 'AUTH_x', 100, 0)
     agent.tick()
-    assert agent.policy('AUTH_x')['class'] == 'read'
+    assert agent.policy('AUTH_x').cls == 'read'
     # a minute later the tenant only writes: the reads are out of the window
     clock.now += 65
     load(agent, 'AUTH_x', 0, 100)
     agent.tick()
-    assert agent.policy('AUTH_x')['class'] == 'write'
+    assert agent.policy('AUTH_x').cls == 'write'
 
 
 def test_pins_and_unpins():
@@ -136,13 +137,13 @@ def test_pins_and_unpins():
     agent.store.set_pin('AUTH_p', {'class': 'write'})
     load(agent, 'AUTH_p', 100, 0)
     agent.tick()
-    assert agent.policy('AUTH_p')['class'] == 'write'
-    assert agent.policy('AUTH_p')['pinned']
+    assert agent.policy('AUTH_p').cls == 'write'
+    assert agent.policy('AUTH_p').pinned
     agent.store.delete_pin('AUTH_p')
     clock.now += 5
     agent.tick()
-    assert agent.policy('AUTH_p')['class'] == 'read'
-    assert not agent.policy('AUTH_p')['pinned']
+    assert agent.policy('AUTH_p').cls == 'read'
+    assert not agent.policy('AUTH_p').pinned
 
 
 def test_pins_hold_while_the_store_that_keeps_them_is_out():
@@ -158,7 +159,7 @@ def test_pins_hold_while_the_store_that_keeps_them_is_out():
     load(agent, 'AUTH_p', 0, 100)
     agent.tick()
     pinned = agent.policy('AUTH_p')
-    assert pinned['pinned'] and durable.entries['AUTH_p'] == pinned
+    assert pinned.pinned and durable.entries['AUTH_p'] == pinned.to_dict()
     primary_failing = primary.get_pins
     primary.get_pins = lambda: 1 / 0
     for _ in range(3):
@@ -167,7 +168,7 @@ def test_pins_hold_while_the_store_that_keeps_them_is_out():
         agent.tick()
         assert store.in_use() == 'local'
         assert agent.policy('AUTH_p') == pinned
-    assert durable.entries['AUTH_p'] == pinned
+    assert durable.entries['AUTH_p'] == pinned.to_dict()
     # a new worker, recalling from the durable copy, keeps it too
     fresh, _, _ = make(store, clock, owner='proxy2:1', durable=durable)
     store.release_lease('proxy1:1')
@@ -180,7 +181,7 @@ def test_pins_hold_while_the_store_that_keeps_them_is_out():
     clock.now += 31
     load(agent, 'AUTH_p', 0, 100)
     agent.tick()
-    assert agent.policy('AUTH_p')['class'] == 'write'
+    assert agent.policy('AUTH_p').cls == 'write'
 
 
 def test_decisions_survive_the_loss_of_the_store():
@@ -193,7 +194,7 @@ def test_decisions_survive_the_loss_of_the_store():
     load(fresh, 'AUTH_x', 1, 0)   # the tenant shows up again
     durable.saved.clear()
     fresh.tick()
-    assert fresh.policy('AUTH_x')['class'] == 'write'
+    assert fresh.policy('AUTH_x').cls == 'write'
     assert fresh.policy('AUTH_x') == agent.policy('AUTH_x')
     assert durable.saved == []  # recalled as it was: not written again
 
@@ -223,11 +224,21 @@ def test_one_malformed_entry_stops_no_one_elses_decision(bad):
     load(agent, 'AUTH_bad', 95, 5)
     load(agent, 'AUTH_good', 0, 80)
     agent.tick()
-    assert agent.policy('AUTH_good')['class'] == 'write'
+    assert agent.policy('AUTH_good').cls == 'write'
     # the bad one is decided on afresh, from its load
-    assert agent.policy('AUTH_bad')['class'] == 'read'
+    assert agent.policy('AUTH_bad').cls == 'read'
     assert any('AUTH_bad: cannot decide on its entry' in line
                for line in logger.lines)
+    assert durable.entries['AUTH_bad'] == agent.policy('AUTH_bad').to_dict()
+
+
+def test_a_malformed_durable_copy_of_an_unclassified_tenant_goes():
+    durable = Durable({'AUTH_bad': {'class': 'read'}})
+    agent, _, _ = make(durable=durable)
+    load(agent, 'AUTH_bad', 2, 0)  # too few to classify
+    agent.tick()
+    assert agent.policy('AUTH_bad') is None
+    assert durable.saved == ['AUTH_bad'] and durable.entries == {}
 
 
 def test_statsd_name():
@@ -245,11 +256,11 @@ def test_baseline_records_the_other_tenants_latency():
                                                      0.05))
     agent.tick()
     entry = agent.policy('reader')
-    assert entry['class'] == 'read'
-    assert entry['baseline_ms'] == 10.0
-    assert entry['baseline_reference_ms'] == 50.0
+    assert entry.cls == 'read'
+    assert entry.baseline_ms == 10.0
+    assert entry.baseline_reference_ms == 50.0
     # the other tenant's own reference is the reader's latency
-    assert agent.policy('other')['baseline_reference_ms'] == 10.0
+    assert agent.policy('other').baseline_reference_ms == 10.0
 
 
 def test_the_leader_publishes_the_tenants_to_bump_at_every_tick():
@@ -371,8 +382,8 @@ def test_the_leader_decides_the_active_and_writes_what_changed(
     durable = KnownDurable()
     agent, _, _ = make(store, clock, durable=durable)
     # 1,000 tenants known, idle
-    known = {'AUTH_idle%04d' % i: dict(controller.new_entry(
-        'read', SETTINGS, clock.now - 600, 'earlier'), validated=True)
+    known = {'AUTH_idle%04d' % i: controller.new_entry(
+        'read', SETTINGS, clock.now - 600, 'earlier').replace(validated=True)
         for i in range(1000)}
     store.update_table(None, known, list(known))
     store.of('update_table')
@@ -397,7 +408,7 @@ def test_the_leader_decides_the_active_and_writes_what_changed(
     # the leader's own write: nothing to load, not even a delta
     assert ('table_changes', None) in store.calls
     assert store.of('update_table') == [['AUTH_idle0007']]
-    assert agent.table['AUTH_idle0007']['pinned']
+    assert agent.table['AUTH_idle0007'].pinned
     # nothing changed: nothing written
     clock.now += 5
     agent.tick()
@@ -466,7 +477,7 @@ def test_a_store_that_lost_the_table_is_loaded_again():
     store.set_pin('AUTH_p', {'class': 'write'})
     leader.tick()
     worker.tick()
-    assert worker.policy('AUTH_p')['class'] == 'write'
+    assert worker.policy('AUTH_p').cls == 'write'
     old_id = worker.table_id
     LocalStore.__init__(store, clock)  # restarted, empty
     clock.now += 5
@@ -476,7 +487,7 @@ def test_a_store_that_lost_the_table_is_loaded_again():
     clock.now += 5
     leader.tick()
     worker.tick()
-    assert worker.policy('AUTH_p')['class'] == 'write'
+    assert worker.policy('AUTH_p').cls == 'write'
     assert worker.table_id not in (None, old_id)
 
 
@@ -487,7 +498,7 @@ def test_a_leader_whose_write_was_not_the_only_one_catches_up():
     leader.tick()
     state = (leader.table_id, leader.table_version)
     # another writer, between two of this leader's ticks
-    store.update_table(state, {'AUTH_other': {'class': 'read'}},
+    store.update_table(state, {'AUTH_other': PolicyEntry('read')},
                        ['AUTH_other'])
     store.set_pin('AUTH_p', {'class': 'write'})
     clock.now += 5
@@ -547,16 +558,16 @@ def test_a_loaded_table_shares_its_few_kinds_of_values(prefix):
     from swift_mass.control.stores.redis_store import RedisStore
     from tests.unit.helpers import REDIS_URL
     store = RedisStore(REDIS_URL, prefix=prefix)
-    table = {'AUTH_%d' % i: {'class': 'read', 'ring': 'fast',
-                             'method': 'cache', 'reason': 'r%d' % i}
+    table = {'AUTH_%d' % i: PolicyEntry('read', 'fast', 'cache', since=1.0,
+                                        reason='r%d' % i)
              for i in range(3)}
     store.update_table(None, table, list(table))
     agent, _, _ = make(store)
     agent.refresh()
     assert agent.table == table
     one, two = agent.table['AUTH_0'], agent.table['AUTH_2']
-    for field in ('class', 'ring', 'method'):
-        assert one[field] is two[field]
+    for field in ('cls', 'substore', 'method'):
+        assert getattr(one, field) is getattr(two, field)
 
 
 def requests(agent, tenant, op, n, ms):
@@ -577,7 +588,7 @@ def test_an_unpinned_warm_cache_outlives_its_cold_start():
         requests(agent, 'AUTH_r', 'GET', 40, 2)
         agent.tick()
         clock.now += 5
-    assert agent.policy('AUTH_r')['pinned']
+    assert agent.policy('AUTH_r').pinned
     agent.store.delete_pin('AUTH_r')
     unpinned = clock.now
     while clock.now < unpinned + 1800:
@@ -585,11 +596,11 @@ def test_an_unpinned_warm_cache_outlives_its_cold_start():
         requests(agent, 'AUTH_r', 'GET', 40, 20 if cold else 3)
         agent.tick()
         entry = agent.policy('AUTH_r')
-        assert (entry['class'], entry['method'], entry['pinned']) == \
+        assert (entry.cls, entry.method, entry.pinned) == \
             ('read', 'cache', False)
         clock.now += 5
     assert not [line for line in logger.lines if 'deleted' in line]
-    assert entry['baseline_ms'] is None and 'not judged' in entry['reason']
+    assert entry.baseline_ms is None and 'not judged' in entry.reason
 
 
 def test_classification_settles_within_the_warm_up():
@@ -607,20 +618,20 @@ def test_classification_settles_within_the_warm_up():
         ticks += 1
         clock.now += 5
     assert ticks == 3  # 60 requests: min_requests (50) in the window
-    assert agent.policy('AUTH_t')['class'] == 'write'
+    assert agent.policy('AUTH_t').cls == 'write'
     for _ in range(36):  # three minutes of writes: batch validated
         requests(agent, 'AUTH_t', 'PUT', 20, 10)
         agent.tick()
         clock.now += 5
-    assert agent.policy('AUTH_t')['validated']
+    assert agent.policy('AUTH_t').validated
     switched, classes, validated = clock.now, [], None
     for _ in range(60):  # reads only, from now on
         requests(agent, 'AUTH_t', 'GET', 20, 10)
         agent.tick()
         entry = agent.policy('AUTH_t')
-        if not classes or classes[-1][0] != entry['class']:
-            classes.append((entry['class'], clock.now - switched))
-        if entry['class'] == 'read' and entry['validated'] and \
+        if not classes or classes[-1][0] != entry.cls:
+            classes.append((entry.cls, clock.now - switched))
+        if entry.cls == 'read' and entry.validated and \
                 validated is None:
             validated = clock.now - switched
         clock.now += 5

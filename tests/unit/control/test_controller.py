@@ -23,12 +23,12 @@ def figures(gets=0, puts=0, get_ms=10.0, put_ms=10.0):
 def test_first_decision_inserts_a_policy():
     entry, reasons = controller.decide('AUTH_a', None, figures(95, 5),
                                        1000, SETTINGS)
-    assert entry['class'] == 'read'
-    assert (entry['ring'], entry['method']) == ('fast', 'cache')
-    assert entry['since'] == 1000 and not entry['validated']
-    assert entry['baseline_ms'] == pytest.approx(10.0)
+    assert entry.cls == 'read'
+    assert (entry.substore, entry.method) == ('fast', 'cache')
+    assert entry.since == 1000 and not entry.validated
+    assert entry.baseline_ms == pytest.approx(10.0)
     assert reasons == ["AUTH_a: unknown -> read (read share 0.95 over 100 "
-                       "requests): ring 'fast', method cache"]
+                       "requests): substore 'fast', method cache"]
 
 
 @pytest.mark.parametrize('gets, puts, cls, ring, method', [
@@ -39,7 +39,7 @@ def test_first_decision_inserts_a_policy():
 ])
 def test_paper_profiles_get_their_policy(gets, puts, cls, ring, method):
     entry, _ = controller.decide('t', None, figures(gets, puts), 0, SETTINGS)
-    assert (entry['class'], entry['ring'], entry['method']) == \
+    assert (entry.cls, entry.substore, entry.method) == \
         (cls, ring, method)
 
 
@@ -59,7 +59,7 @@ def test_changed_class_replaces_policy():
     entry, _ = controller.decide('t', None, figures(95, 5), 0, SETTINGS)
     entry, reasons = controller.decide('t', entry, figures(5, 95), 100,
                                        SETTINGS)
-    assert (entry['class'], entry['method'], entry['since']) == \
+    assert (entry.cls, entry.method, entry.since) == \
         ('write', 'batch', 100)
     assert reasons[0].startswith('t: read -> write')
 
@@ -73,7 +73,7 @@ def test_validation_keeps_a_policy_that_helps():
     assert same is entry and reasons == []
     entry, reasons = controller.decide('t', entry, figures(95, 5, get_ms=5),
                                        FIRST_VERDICT, SETTINGS)
-    assert entry['validated'] and entry['method'] == 'cache'
+    assert entry.validated and entry.method == 'cache'
     assert 'validated' in reasons[0]
     # validated once; later windows do not re-judge it
     assert controller.decide('t', entry, figures(95, 5, get_ms=500), 300,
@@ -86,13 +86,13 @@ def test_with_no_margin_validation_keeps_only_a_method_that_helped():
                                  0, settings)
     helped, _ = controller.decide('t', entry, figures(95, 5, get_ms=9),
                                   FIRST_VERDICT, settings)
-    assert helped['validated'] and helped['method'] == 'cache'
+    assert helped.validated and helped.method == 'cache'
     # 10 % slower, twice
     entry, _ = controller.decide('t', entry, figures(95, 5, get_ms=11),
                                  FIRST_VERDICT, settings)
     deleted, reasons = controller.decide(
         't', entry, figures(95, 5, get_ms=11), NEXT_VERDICT, settings)
-    assert (deleted['method'], deleted['holdoff']) == (
+    assert (deleted.method, deleted.holdoff) == (
         'none', {'cache': NEXT_VERDICT + 600})
     assert reasons == ['t: deleted: cache made latency worse in 2 '
                        'validation windows in a row: 11.0 ms against 10.0 '
@@ -105,25 +105,25 @@ def test_validation_deletes_a_policy_that_hurts_and_holds_it_off():
     # 12 ms is within the 20 % margin: kept
     kept, _ = controller.decide('t', entry, figures(95, 5, get_ms=12),
                                 FIRST_VERDICT, SETTINGS)
-    assert kept['method'] == 'cache' and kept['validated']
+    assert kept.method == 'cache' and kept.validated
     entry = deleted_cache(entry)
-    assert entry['method'] == 'none' and entry['class'] == 'read'
-    assert entry['holdoff'] == {'cache': NEXT_VERDICT + 600}
-    assert entry['reason'] == ('cache made latency worse in 2 validation '
-                               'windows in a row: 13.0 ms against 10.0 ms '
-                               'before (margin 20%)')
+    assert entry.method == 'none' and entry.cls == 'read'
+    assert entry.holdoff == {'cache': NEXT_VERDICT + 600}
+    assert entry.reason == ('cache made latency worse in 2 validation '
+                            'windows in a row: 13.0 ms against 10.0 ms '
+                            'before (margin 20%)')
     # the tenant turns mixed, then read again within the hold-off
     entry, _ = controller.decide('t', entry, figures(50, 50), 200, SETTINGS)
-    assert (entry['class'], entry['method']) == ('mixed', 'none')
+    assert (entry.cls, entry.method) == ('mixed', 'none')
     entry, reasons = controller.decide('t', entry, figures(95, 5), 300,
                                        SETTINGS)
-    assert (entry['class'], entry['method']) == ('read', 'none')
+    assert (entry.cls, entry.method) == ('read', 'none')
     assert 'cache held off' in reasons[0]
     # after the hold-off, read gets cache again
     entry, _ = controller.decide('t', entry, figures(50, 50), 800, SETTINGS)
     entry, _ = controller.decide('t', entry, figures(95, 5), 900, SETTINGS)
-    assert (entry['method'], entry['holdoff']) == ('cache', {})
-    assert entry['baseline_ms'] == pytest.approx(10.0)
+    assert (entry.method, entry.holdoff) == ('cache', {})
+    assert entry.baseline_ms == pytest.approx(10.0)
 
 
 def deleted_cache(entry, get_ms=13):
@@ -139,9 +139,9 @@ def test_pin_wins_and_is_never_overridden():
     pin = {'class': 'write'}
     entry, reasons = controller.decide('t', None, figures(100, 0), 0,
                                        SETTINGS, pin=pin)
-    assert (entry['class'], entry['ring'], entry['method']) == \
+    assert (entry.cls, entry.substore, entry.method) == \
         ('write', 'bulk', 'batch')
-    assert entry['pinned'] and reasons
+    assert entry.pinned and reasons
     for now in (60, 120, 1000):
         again, reasons = controller.decide('t', entry, figures(100, 0),
                                            now, SETTINGS, pin=pin)
@@ -152,7 +152,7 @@ def test_pin_may_name_ring_and_method():
     entry, _ = controller.decide(
         't', None, figures(), 0, SETTINGS,
         pin={'class': 'read', 'ring': 'standard', 'method': 'none'})
-    assert (entry['ring'], entry['method']) == ('standard', 'none')
+    assert (entry.substore, entry.method) == ('standard', 'none')
 
 
 def test_unpinned_tenant_is_classified_afresh():
@@ -160,7 +160,7 @@ def test_unpinned_tenant_is_classified_afresh():
                                   pin={'class': 'write'})
     entry, reasons = controller.decide('t', pinned, figures(100, 0), 10,
                                        SETTINGS)
-    assert entry['class'] == 'read' and not entry['pinned']
+    assert entry.cls == 'read' and not entry.pinned
     assert reasons[0].startswith('t: write -> read')
 
 
@@ -184,10 +184,10 @@ def test_validation_waits_for_traffic():
     assert controller.decide('t', entry, heads, FIRST_VERDICT,
                              SETTINGS) == (entry, [])
     # an entry saved before baselines were checked, without one
-    no_baseline = dict(entry, baseline_ms=None)
+    no_baseline = entry.replace(baseline_ms=None)
     kept, reasons = controller.decide('t', no_baseline, figures(95, 5),
                                       FIRST_VERDICT, SETTINGS)
-    assert kept['validated'] and 'no baseline' in reasons[0]
+    assert kept.validated and 'no baseline' in reasons[0]
 
 
 def test_reference_latency_is_the_other_tenants():
@@ -213,11 +213,11 @@ def test_validation_discounts_a_load_change_everyone_saw():
     # before, 131 ms after, while the other tenants slowed as much
     entry, _ = controller.decide('t', None, figures(5, 95, put_ms=30), 0,
                                  SETTINGS, reference=lambda cls: 25.0)
-    assert entry['baseline_reference_ms'] == 25.0
+    assert entry.baseline_reference_ms == 25.0
     kept, reasons = controller.decide(
         't', entry, figures(5, 95, put_ms=131), FIRST_VERDICT, SETTINGS,
         reference=lambda cls: 120.0)
-    assert kept['method'] == 'batch' and kept['validated']
+    assert kept.method == 'batch' and kept.validated
     assert reasons == ["t: batch validated: 1.09 against 1.20 times the "
                        "other tenants' latency (131.0 ms against 30.0 ms "
                        "before; theirs 120.0 ms, before 25.0 ms)"]
@@ -226,7 +226,7 @@ def test_validation_discounts_a_load_change_everyone_saw():
         entry, reasons = controller.decide(
             't', entry, figures(5, 95, put_ms=131), now, SETTINGS,
             reference=lambda cls: 60.0)
-    assert entry['method'] == 'none'
+    assert entry.method == 'none'
     assert 'in a row: 2.18 against 1.20 times' in reasons[0]
 
 
@@ -237,7 +237,7 @@ def test_validation_without_a_reference_then_compares_absolutes():
         entry, reasons = controller.decide(
             't', entry, figures(5, 95, put_ms=131), now, SETTINGS,
             reference=lambda cls: 120.0)
-    assert entry['method'] == 'none'
+    assert entry.method == 'none'
     assert '131.0 ms against 30.0 ms before' in reasons[0]
 
 
@@ -251,8 +251,8 @@ def test_an_idle_tenant_keeps_its_entry_unless_pinned_or_unpinned():
             for validated in (True, False):
                 for since in (0, 1000 - SETTINGS.window, 995):
                     for pinned in (True, False):
-                        entries.append(dict(
-                            controller.new_entry(cls, SETTINGS, since, 'x'),
+                        entries.append(controller.new_entry(
+                            cls, SETTINGS, since, 'x').replace(
                             method=method, validated=validated,
                             pinned=pinned, baseline_ms=10.0))
     kept = 0
@@ -267,7 +267,7 @@ def test_an_idle_tenant_keeps_its_entry_unless_pinned_or_unpinned():
                 kept += 1
             else:
                 assert previous is None or not unchanged or (
-                    pin and previous['pinned']), (previous, pin)
+                    pin and previous.pinned), (previous, pin)
     assert kept == (len(entries) - 1) // 2
 
 
@@ -276,20 +276,20 @@ def test_a_pin_keeps_the_hold_offs_for_after_it():
                                  0, SETTINGS)
     entry = deleted_cache(entry)
     held = {'cache': NEXT_VERDICT + 600}
-    assert entry['holdoff'] == held
+    assert entry.holdoff == held
     pinned, _ = controller.decide('t', entry, figures(95, 5), 200, SETTINGS,
                                   pin={'class': 'read', 'method': 'cache'})
-    assert pinned['method'] == 'cache' and pinned['holdoff'] == held
+    assert pinned.method == 'cache' and pinned.holdoff == held
     # unpinned within the hold-off: the cache a pin ran is not given back
     # (and not judged against a window in which it ran)
     entry, reasons = controller.decide('t', pinned, figures(95, 5), 300,
                                        SETTINGS)
-    assert (entry['class'], entry['method']) == ('read', 'none')
+    assert (entry.cls, entry.method) == ('read', 'none')
     assert 'cache held off' in reasons[0]
     # an expired hold-off is not carried into a pin
     pinned, _ = controller.decide('t', entry, figures(95, 5), 800, SETTINGS,
                                   pin={'class': 'read'})
-    assert pinned['holdoff'] == {}
+    assert pinned.holdoff == {}
 
 
 # --- validation: the baseline, the warm-up, the verdict -----------------
@@ -319,18 +319,18 @@ def test_an_unpin_does_not_judge_the_pinned_cache_against_itself():
     settings = controller.DEFAULT_SETTINGS
     pinned, _ = controller.decide('t', None, read_figures(10), 0, settings,
                                   pin={'class': 'read'})
-    assert pinned['method'] == 'cache'
+    assert pinned.method == 'cache'
     # unpinned: the class gives the same method, which never stopped
     entry, reasons = controller.decide('t', pinned, read_figures(2), 1000,
                                        settings)
-    assert (entry['class'], entry['method'], entry['pinned']) == \
+    assert (entry.cls, entry.method, entry.pinned) == \
         ('read', 'cache', False)
-    assert entry['baseline_ms'] is None
+    assert entry.baseline_ms is None
     assert 'cache not judged' in reasons[0]
     # cold for a minute, then warm, if a little slower than pinned
     entry, reasons = run(entry, 1005, 1000 + 3600,
                          lambda now: 20 if now < 1060 else 3, settings)
-    assert entry['method'] == 'cache' and entry['holdoff'] == {}
+    assert entry.method == 'cache' and entry.holdoff == {}
     assert not [r for r in reasons if 'deleted' in r]
 
 
@@ -340,41 +340,41 @@ def test_an_unpin_to_another_method_takes_a_baseline_without_it():
                                   pin={'class': 'read', 'method': 'none'})
     entry, _ = controller.decide('t', pinned, read_figures(10), 1000,
                                  SETTINGS)
-    assert entry['method'] == 'cache'
-    assert entry['baseline_ms'] == pytest.approx(10.0)
-    assert not entry['validated']
+    assert entry.method == 'cache'
+    assert entry.baseline_ms == pytest.approx(10.0)
+    assert not entry.validated
 
 
 @pytest.mark.parametrize('holdoff', [600, 0])
 def test_the_baseline_is_never_a_window_the_method_ran_in(holdoff):
     settings = SETTINGS._replace(holdoff=holdoff)
     entry, _ = controller.decide('t', None, read_figures(10), 0, settings)
-    assert entry['method'] == 'cache'
+    assert entry.method == 'cache'
     # mixed for 30 s: cache stops, but ran in the first half of the
     # window in which the tenant turns read again
     mixed, _ = controller.decide('t', entry, figures(50, 50), 30, settings)
-    assert mixed['method'] == 'none'
+    assert mixed.method == 'none'
     again, reasons = controller.decide('t', mixed, read_figures(2), 60,
                                        settings)
-    assert again['method'] == 'cache' and again['baseline_ms'] is None
-    assert again['validated'] and 'cache not judged' in reasons[0]
+    assert again.method == 'cache' and again.baseline_ms is None
+    assert again.validated and 'cache not judged' in reasons[0]
     # once a whole window (and the interval a decision takes to reach
     # every worker) ran without it, the baseline is that window's
     later = 30 + settings.window + settings.interval
     again, _ = controller.decide('t', mixed, read_figures(10), later - 1,
                                  settings)
-    assert again['baseline_ms'] is None
+    assert again.baseline_ms is None
     again, _ = controller.decide('t', mixed, read_figures(10), later,
                                  settings)
-    assert again['baseline_ms'] == pytest.approx(10.0)
-    assert not again['validated']
+    assert again.baseline_ms == pytest.approx(10.0)
+    assert not again.validated
 
 
 def test_a_deleted_method_given_back_within_a_window_is_not_judged():
     settings = SETTINGS._replace(holdoff=0)
     entry, _ = controller.decide('t', None, read_figures(10), 0, settings)
     now = 0
-    while entry['method'] == 'cache':
+    while entry.method == 'cache':
         now += 5
         entry, reasons = controller.decide('t', entry, read_figures(30),
                                            now, settings)
@@ -385,7 +385,7 @@ def test_a_deleted_method_given_back_within_a_window_is_not_judged():
                                  settings)
     again, reasons = controller.decide('t', mixed, read_figures(30),
                                        now + 10, settings)
-    assert again['method'] == 'cache' and again['baseline_ms'] is None
+    assert again.method == 'cache' and again.baseline_ms is None
     assert 'cache not judged' in reasons[0]
 
 
@@ -399,7 +399,7 @@ def test_validation_skips_the_cold_start_of_the_method():
     # the first window after the warm-up is judged
     judged, reasons = controller.decide('t', entry, read_figures(5),
                                         FIRST_VERDICT, SETTINGS)
-    assert judged['validated'] and judged['method'] == 'cache'
+    assert judged.validated and judged.method == 'cache'
     assert reasons == ['t: cache validated: 5.0 ms against 10.0 ms before']
     assert FIRST_VERDICT == \
         SETTINGS.interval + SETTINGS.warmup + SETTINGS.window
@@ -410,10 +410,10 @@ def test_the_warm_up_is_configurable():
     entry, _ = controller.decide('t', None, read_figures(10), 0, settings)
     first = int(settings.interval + 300 + settings.window)
     entry, reasons = run(entry, 5, first, 30, settings)
-    assert reasons == [] and not entry['validated']
+    assert reasons == [] and not entry.validated
     entry, reasons = controller.decide('t', entry, read_figures(5), first,
                                        settings)
-    assert entry['validated'] and 'validated' in reasons[0]
+    assert entry.validated and 'validated' in reasons[0]
 
 
 def test_a_verdict_is_over_the_validation_window_in_whole_windows():
@@ -423,15 +423,15 @@ def test_a_verdict_is_over_the_validation_window_in_whole_windows():
     start = 5 + 20  # the warm-up: interval, then the warm-up
     # one window judged in its three: no verdict yet, whatever it shows
     entry, reasons = run(entry, 5, start + 20 + 40, 100, settings)
-    assert reasons == [] and entry['method'] == 'cache'
-    assert entry['judging']['windows'] == 2
+    assert reasons == [] and entry.method == 'cache'
+    assert entry.judging['windows'] == 2
     # the third: 100, 100 and 1 ms average to 67: worse, once
     entry, reasons = controller.decide('t', entry, read_figures(1),
                                        start + 60, settings)
     assert reasons == ['t: cache worse in validation window 1 of 2: '
                        '67.0 ms against 10.0 ms before (margin 20%); '
                        'judged again']
-    assert entry['method'] == 'cache' and not entry['validated']
+    assert entry.method == 'cache' and not entry.validated
 
 
 def test_one_bad_window_does_not_drop_a_working_method():
@@ -440,7 +440,7 @@ def test_one_bad_window_does_not_drop_a_working_method():
     # one noisy window, well beyond the margin
     entry, reasons = controller.decide('t', entry, read_figures(50), first,
                                        SETTINGS)
-    assert entry['method'] == 'cache' and not entry['validated']
+    assert entry.method == 'cache' and not entry.validated
     assert reasons == ['t: cache worse in validation window 1 of 2: '
                        '50.0 ms against 10.0 ms before (margin 20%); '
                        'judged again']
@@ -450,8 +450,8 @@ def test_one_bad_window_does_not_drop_a_working_method():
     assert (same, reasons) == (entry, [])
     entry, reasons = controller.decide('t', entry, read_figures(5),
                                        first + 60, SETTINGS)
-    assert entry['validated'] and entry['method'] == 'cache'
-    assert 'judging' not in entry
+    assert entry.validated and entry.method == 'cache'
+    assert entry.judging is None
     assert reasons == ['t: cache validated: 5.0 ms against 10.0 ms before']
 
 
@@ -462,9 +462,9 @@ def test_two_bad_windows_in_a_row_drop_the_method():
                                  SETTINGS)
     entry, reasons = controller.decide('t', entry, read_figures(13),
                                        first + 60, SETTINGS)
-    assert (entry['method'], entry['validated']) == ('none', True)
-    assert entry['holdoff'] == {'cache': first + 60 + 600}
-    assert 'judging' not in entry
+    assert (entry.method, entry.validated) == ('none', True)
+    assert entry.holdoff == {'cache': first + 60 + 600}
+    assert entry.judging is None
     assert reasons == ['t: deleted: cache made latency worse in 2 '
                        'validation windows in a row: 13.0 ms against '
                        '10.0 ms before (margin 20%)']
@@ -475,7 +475,7 @@ def test_the_default_margin_is_above_the_noise():
     entry, _ = controller.decide('t', None, read_figures(10), 0, settings)
     # 10 % slower, every window for an hour: noise, not a verdict
     entry, reasons = run(entry, 5, 3600, 11, settings)
-    assert entry['method'] == 'cache' and entry['validated']
+    assert entry.method == 'cache' and entry.validated
     assert reasons == ['t: cache validated: 11.0 ms against 10.0 ms before']
     assert settings.margin == 0.15
     assert settings.warmup >= settings.window
@@ -483,7 +483,7 @@ def test_the_default_margin_is_above_the_noise():
     # 20 % slower, twice: deleted
     entry, _ = controller.decide('t', None, read_figures(10), 0, settings)
     entry, reasons = run(entry, 5, 3600, 12, settings)
-    assert entry['method'] == 'none' and len(reasons) == 2
+    assert entry.method == 'none' and len(reasons) == 2
     assert 'deleted' in reasons[1] and '(margin 15%)' in reasons[1]
 
 
@@ -497,7 +497,7 @@ def test_validation_relative_to_the_others_is_over_the_judged_windows():
         entry, reasons = controller.decide(
             't', entry, figures(5, 95, put_ms=131), now, settings,
             reference=lambda cls: next(refs))
-    assert entry['validated'] and entry['method'] == 'batch'
+    assert entry.validated and entry.method == 'batch'
     assert reasons == ["t: batch validated: 1.09 against 1.20 times the "
                        "other tenants' latency (131.0 ms against 30.0 ms "
                        "before; theirs 120.0 ms, before 25.0 ms)"]
@@ -509,10 +509,10 @@ def test_validation_does_not_slow_classification():
     the warm-up or while the method is judged: validation never holds
     the class back."""
     entry, _ = controller.decide('t', None, read_figures(10), 0, SETTINGS)
-    assert entry['class'] == 'read'
+    assert entry.cls == 'read'
     for now in (5, 70, 130):  # warm-up, judging, judged
         at = run(entry, 5, now, 50, SETTINGS)[0] if now > 5 else entry
         changed, reasons = controller.decide('t', at, figures(5, 95), now,
                                              SETTINGS)
-        assert changed['class'] == 'write', now
+        assert changed.cls == 'write', now
         assert reasons[0].startswith('t: read -> write')

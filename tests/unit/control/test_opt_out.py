@@ -3,8 +3,8 @@ by an entry that says it is opted out (which no worker takes for a
 policy), learnt from opt_out_accounts or from the tenant's requests, and
 decided on afresh once it opts back in."""
 from swift_mass.control import controller, monitor
-from swift_mass.control.stores.local import LocalStore
 from swift_mass.generations.publisher import bumped_tenants
+from swift_mass.control.stores.local import LocalStore
 from tests.unit.control.test_agent import Durable, load, make
 from tests.unit.helpers import Clock
 
@@ -22,7 +22,7 @@ def classified(durable=None, opt_out=()):
     agent.opt_out = frozenset(opt_out)
     load(agent, 'AUTH_r', 95, 5)
     agent.tick()
-    assert agent.policy('AUTH_r')['method'] == 'cache'
+    assert agent.policy('AUTH_r').method == 'cache'
     return agent, clock, logger
 
 
@@ -34,14 +34,14 @@ def test_requests_counted_opted_out_take_the_policy_away():
     agent.tick()
     assert agent.policy('AUTH_r') is None
     entry = agent.table['AUTH_r']
-    assert entry['opted_out'] is True
-    assert (entry['class'], entry['ring'], entry['method']) == \
+    assert entry.opted_out is True
+    assert (entry.cls, entry.substore, entry.method) == \
         ('unknown', '', 'none')
-    assert entry['reason'] == \
+    assert entry.reason == \
         "opted out (its account's X-Mass-Opt-Out mark)"
     # every worker's table, and the durable copy, say so
-    assert agent.store.get_table()[1]['AUTH_r'] == entry
-    assert durable.entries['AUTH_r'] == entry
+    assert agent.store.get_table()[1]['AUTH_r'] == entry.to_dict()
+    assert durable.entries['AUTH_r'] == entry.to_dict()
     assert "mass decision: AUTH_r: opted out (its account's X-Mass-Opt-Out " \
         "mark): no class, substore or method" in logger.lines
     # nor are its writes bumped for a cache any more
@@ -67,7 +67,7 @@ def test_a_configured_opt_out_takes_an_idle_tenants_policy_at_once():
     reloaded.opt_out = frozenset(['AUTH_r'])
     reloaded.tick()
     assert reloaded.policy('AUTH_r') is None
-    assert reloaded.table['AUTH_r']['reason'] == \
+    assert reloaded.table['AUTH_r'].reason == \
         'opted out (opt_out_accounts)'
 
 
@@ -83,8 +83,8 @@ def test_an_opt_out_wins_over_a_pin_which_waits():
     # back in (a window without an opted-out request): the pin applies
     clock.now += 65
     agent.tick()
-    assert agent.policy('AUTH_r')['method'] == 'batch'
-    assert agent.policy('AUTH_r')['pinned'] is True
+    assert agent.policy('AUTH_r').method == 'batch'
+    assert agent.policy('AUTH_r').pinned is True
 
 
 def test_back_in_once_a_window_passed_without_an_opted_out_request():
@@ -103,11 +103,11 @@ def test_back_in_once_a_window_passed_without_an_opted_out_request():
     load(agent, 'AUTH_r', 95, 5)
     agent.tick()
     entry = agent.policy('AUTH_r')
-    assert (entry['class'], entry['method']) == ('read', 'cache')
+    assert (entry.cls, entry.method) == ('read', 'cache')
     assert 'mass decision: AUTH_r: no longer opted out' in logger.lines
     # cache ran up to the opt-out, which was more than a window ago: its
     # baseline is the window before, without it
-    assert entry['baseline_ms'] is not None
+    assert entry.baseline_ms is not None
 
 
 def test_back_in_with_too_few_requests_is_no_entry_at_all():
@@ -130,14 +130,14 @@ def test_a_recalled_opt_out_is_kept_as_it_was():
     opted_out_requests(agent, 'AUTH_r')
     clock.now += 5
     agent.tick()
-    entry = durable.entries['AUTH_r']
+    entry = durable.entries['AUTH_r']  # as stored
     # Redis lost the table; the tenant, still opted out, makes requests
     store = LocalStore(clock=clock)
     fresh, _, _ = make(store, clock, durable=durable)
     saved = len(durable.saved)
     opted_out_requests(fresh, 'AUTH_r')
     fresh.tick()
-    assert fresh.table['AUTH_r'] == entry
+    assert fresh.table['AUTH_r'].to_dict() == entry
     assert fresh.policy('AUTH_r') is None
     assert len(durable.saved) == saved  # recalled, not decided again
 
@@ -149,7 +149,7 @@ def test_an_opted_out_entry_is_no_policy_for_a_worker():
         'AUTH_r': controller.new_entry('read', controller.DEFAULT_SETTINGS,
                                        0.0, 'x')}
     assert agent.policy('AUTH_o') is None
-    assert agent.policy('AUTH_r')['class'] == 'read'
+    assert agent.policy('AUTH_r').cls == 'read'
     # its counts still reach the metrics, under class unknown
     agent.emit_metrics({('AUTH_o', 0): {'ops.GET': 2}})
     assert agent.logger.counts['class.unknown.ops.GET'] == 2

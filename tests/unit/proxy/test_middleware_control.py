@@ -12,6 +12,7 @@ from swift.common.utils import close_if_possible
 from swift_mass import conf as config
 from swift_mass.conf import ConfigError
 from swift_mass.proxy import middleware as proxy
+from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.local import LocalStore
 
 
@@ -155,13 +156,14 @@ def test_class_tag_after_a_decision_and_durable_copy():
         call(mass, method='PUT', body=b'z')
     assert mass.agent.tick()
     entry = mass.agent.policy('AUTH_t')
-    assert (entry['class'], entry['ring'], entry['method']) == \
+    assert (entry.cls, entry.substore, entry.method) == \
         ('write', 'bulk', 'batch')
     # the decision went to account sysmeta with a MASS subrequest
     method, path, headers, env = [r for r in backend.requests
                                   if r[0] == 'POST'][0]
     assert path == '/v1/AUTH_t' and env['swift.source'] == 'MASS'
-    assert json.loads(headers['X-Account-Sysmeta-Mass-Policy']) == entry
+    assert json.loads(headers['X-Account-Sysmeta-Mass-Policy']) == \
+        entry.to_dict()
     call(mass)
     headers, env = backend.requests[-1][2], backend.requests[-1][3]
     assert headers['X-Backend-Mass-Class'] == 'write'
@@ -181,7 +183,7 @@ def test_batch_tag_follows_the_method_not_the_class():
     for _ in range(12):
         call(mass, method='PUT', body=b'z')
     assert mass.agent.tick()
-    assert mass.agent.policy('AUTH_t')['method'] == 'none'
+    assert mass.agent.policy('AUTH_t').method == 'none'
     call(mass, method='PUT', body=b'z')
     headers = backend.requests[-1][2]
     assert headers['X-Backend-Mass-Class'] == 'write'
@@ -244,7 +246,7 @@ def test_no_sysmeta_post_creates_a_missing_account():
     for _ in range(12):
         call(mass, path='/v1/AUTH_missing/c/o')
     mass.agent.tick()
-    assert mass.agent.policy('AUTH_missing')['class'] == 'read'
+    assert mass.agent.policy('AUTH_missing').cls == 'read'
     assert not [r for r in backend.requests if r[0] == 'POST']
 
 
@@ -288,7 +290,7 @@ def test_decisions_are_not_logged_under_a_subrequests_txn_id():
     for _ in range(12):
         call(mass, method='PUT', body=b'z')
     mass.agent.tick()
-    assert mass.agent.policy('AUTH_t')['class'] == 'write'
+    assert mass.agent.policy('AUTH_t').cls == 'write'
     assert logger.txn_id is None
 
 
@@ -316,16 +318,16 @@ def test_recall_after_store_loss_by_a_leader_that_saw_no_policy_before():
     for _ in range(12):
         call(first, method='PUT', body=b'z')
     tick(first)  # leads now, decides and saves
-    assert first.agent.policy('AUTH_t')['class'] == 'write'
+    assert first.agent.policy('AUTH_t').cls == 'write'
     tick(second)  # follows: loads the table
-    assert second.agent.policy('AUTH_t')['class'] == 'write'
+    assert second.agent.policy('AUTH_t').cls == 'write'
     # Redis restarted empty; the second proxy leads
     store.__init__()
     second.agent.table_version = first.agent.table_version = -1
     call(second, method='HEAD')
     tick(second)
     assert second.agent.is_leader
-    assert second.agent.policy('AUTH_t')['class'] == 'write'
+    assert second.agent.policy('AUTH_t').cls == 'write'
 
 
 def test_a_reseller_admins_head_is_counted_and_shows_the_mark():
@@ -352,16 +354,15 @@ def test_a_new_workers_first_request_follows_the_table():
     # table were empty, so a second proxy worker routed a pinned writer's
     # new container to the default policy
     store = LocalStore()
-    store.put_table({'AUTH_t': {
-        'class': 'write', 'ring': 'bulk', 'method': 'batch',
-        'pinned': True}})
+    store.put_table({'AUTH_t': PolicyEntry(
+        'write', substore='bulk', method='batch', pinned=True)})
     backend = Backend()
     mass = proxy.MassMiddleware(backend, {
         'read_substore': 'fast', 'write_substore': 'bulk'}, store=store)
     call(mass, method='PUT', path='/v1/AUTH_t/new')
     headers, env = backend.requests[-1][2], backend.requests[-1][3]
     assert headers['X-Backend-Mass-Class'] == 'write'
-    assert env['mass.policy']['ring'] == 'bulk'
+    assert env['mass.policy'].substore == 'bulk'
 
 
 def test_a_first_refresh_that_fails_leaves_the_request_untouched():

@@ -46,12 +46,13 @@ def test_observe_mode_decides_as_active_mode_and_tags_nothing():
     assert counts['ops.PUT'] == 12
     tick(mass)
     entry = mass.agent.policy('AUTH_t')
-    assert (entry['class'], entry['ring'], entry['method']) == \
+    assert (entry.cls, entry.substore, entry.method) == \
         ('write', 'bulk', 'batch')
     # and kept durably, as every decision
     saved = [r for r in backend.requests
              if 'X-Account-Sysmeta-Mass-Policy' in r[2]]
-    assert json.loads(saved[0][2]['X-Account-Sysmeta-Mass-Policy']) == entry
+    assert json.loads(saved[0][2]['X-Account-Sysmeta-Mass-Policy']) == \
+        entry.to_dict()
     call(mass, method='PUT', body=b'z',
          headers={'X-Backend-Mass-Priority': '9'})
     headers, env = backend.requests[-1][2], backend.requests[-1][3]
@@ -68,7 +69,7 @@ def test_observe_mode_routes_no_new_container():
         'urgent_recheck_seconds': '0'}, logger=Logger(), store=LocalStore())
     mass.store.set_pin('AUTH_t', {'class': 'write'})
     mass.agent.tick()
-    assert mass.agent.table['AUTH_t']['ring'] == 'bulk'
+    assert mass.agent.table['AUTH_t'].substore == 'bulk'
     assert routing.call(mass, '/v1/AUTH_t/c').status_int == 201
     (_, _, headers, _), = swift.puts('/v1/AUTH_t/c')
     assert 'X-Storage-Policy' not in headers
@@ -78,7 +79,7 @@ def test_observe_mode_routes_no_new_container():
 
 def test_observe_mode_caches_nothing_the_table_says_to_cache(prefix):
     mass, swift, logger = fakes.make(prefix, conf={'mode': 'observe'})
-    assert mass.agent.table['AUTH_t']['method'] == 'cache'
+    assert mass.agent.table['AUTH_t'].method == 'cache'
     fakes.put(mass)
     for _ in range(3):
         resp = fakes.call(mass)
@@ -157,8 +158,8 @@ def test_a_configured_account_is_served_as_without_mass():
     # the leader took its policy away at its first tick, pin or not
     assert mass.agent.policy('AUTH_t') is None
     entry = mass.agent.table['AUTH_t']
-    assert entry['opted_out'] is True
-    assert entry['reason'] == 'opted out (opt_out_accounts)'
+    assert entry.opted_out is True
+    assert entry.reason == 'opted out (opt_out_accounts)'
     assert any('AUTH_t: opted out (opt_out_accounts)' in line
                for _, line in logger.lines)
     routing.call(mass, '/v1/AUTH_t/c')
@@ -207,7 +208,7 @@ def test_a_marked_account_is_left_alone_before_the_leader_knows(environ):
     mass, swift, logger = routed(swift=MarkedSwift())
     swift.sysmeta['AUTH_t'] = {OPT_OUT_SYSMETA: 'true',
                                'X-Account-Sysmeta-Mass-Urgent': 'true'}
-    assert mass.agent.policy('AUTH_t')['ring'] == 'bulk'
+    assert mass.agent.policy('AUTH_t').substore == 'bulk'
     assert routing.call(mass, '/v1/AUTH_t/c',
                         environ=dict(environ)).status_int == 201
     routing.call(mass, '/v1/AUTH_t/c/o', environ=dict(environ))
@@ -226,7 +227,7 @@ def test_the_leader_carries_a_marked_opt_out_into_the_table():
     mass, backend = make()
     writes(mass)
     tick(mass)
-    assert mass.agent.policy('AUTH_t')['class'] == 'write'
+    assert mass.agent.policy('AUTH_t').cls == 'write'
     backend.sysmeta[OPT_OUT_SYSMETA] = 'true'
     mass.account_marks.known.clear()  # the recheck interval passed
     call(mass, method='PUT', body=b'z')
@@ -238,12 +239,13 @@ def test_the_leader_carries_a_marked_opt_out_into_the_table():
     # then in the table, for every worker, and durably
     assert mass.agent.policy('AUTH_t') is None
     entry = mass.agent.table['AUTH_t']
-    assert entry['opted_out'] is True
-    assert entry['reason'] == \
+    assert entry.opted_out is True
+    assert entry.reason == \
         "opted out (its account's X-Mass-Opt-Out mark)"
     saved = [r for r in backend.requests
              if 'X-Account-Sysmeta-Mass-Policy' in r[2]][-1]
-    assert json.loads(saved[2]['X-Account-Sysmeta-Mass-Policy']) == entry
+    assert json.loads(saved[2]['X-Account-Sysmeta-Mass-Policy']) == \
+        entry.to_dict()
 
 
 class OptedOutSwift(fakes.Swift):
@@ -262,7 +264,7 @@ def test_an_opted_out_cache_tenant_is_not_cached_before_the_leader_knows(
     mass, swift, logger = fakes.make(prefix, swift=OptedOutSwift())
     # the table, which the app is chosen by, says cache: the method finds
     # the opt-out once Swift authorised the read
-    assert mass.agent.policy('AUTH_t')['method'] == 'cache'
+    assert mass.agent.policy('AUTH_t').method == 'cache'
     fakes.put(mass)
     for _ in range(2):
         resp = fakes.call(mass)
@@ -275,7 +277,7 @@ def test_an_opted_out_cache_tenant_is_not_cached_before_the_leader_knows(
 def test_an_opted_out_merge_tenant_writes_nothing_through(prefix):
     mass, swift, logger = fakes.make(prefix, swift=OptedOutSwift(),
                                      pin='merge')
-    assert mass.agent.policy('AUTH_t')['method'] == 'merge'
+    assert mass.agent.policy('AUTH_t').method == 'merge'
     fakes.put(mass)
     assert 'merge.written_through' not in logger.counters
     assert tags.CACHE_RESPONSE_HEADER not in fakes.call(mass).headers

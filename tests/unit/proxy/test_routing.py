@@ -4,10 +4,11 @@ import pytest
 
 from swift.common.swob import HeaderEnvironProxy, HeaderKeyDict
 
+from swift_mass.control.entry import PolicyEntry
 from swift_mass.proxy import routing
 
-WRITER = {'class': 'write', 'ring': 'bulk', 'method': 'batch'}
-MIXED = {'class': 'mixed', 'ring': '', 'method': 'merge'}
+WRITER = PolicyEntry('write', substore='bulk', method='batch')
+MIXED = PolicyEntry('mixed', substore='', method='merge')
 
 
 R = routing
@@ -28,7 +29,7 @@ CASES = [
      WRITER, False, None, R.VERSIONED, False),
     ('PUT', '/v1/AUTH_t/c', {}, MIXED, False, None, R.NO_SUBSTORE, False),
     ('PUT', '/v1/AUTH_t/c', {}, None, False, None, R.NO_SUBSTORE, False),
-    ('PUT', '/v1/AUTH_t/c', {}, {'class': 'read'}, False, None,
+    ('PUT', '/v1/AUTH_t/c', {}, PolicyEntry('read'), False, None,
      R.NO_SUBSTORE, False),
     ('PUT', '/v1/AUTH_t/c/o', {}, WRITER, False, None,
      R.NOT_CONTAINER_PUT, False),

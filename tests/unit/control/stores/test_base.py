@@ -3,6 +3,7 @@ import time
 
 import pytest
 
+from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.local import LocalStore
 from swift_mass.control.stores.memcache_store import MemcacheStore
 from swift_mass.control.stores.redis_store import RedisStore
@@ -211,6 +212,22 @@ def test_table_changes_and_updates(harness):
             'AUTH_a:b': {'class': 'write', 'method': 'batch'},
             'AUTH_test': None}, False)
     assert worker.table_changes(later) is None
+
+
+def test_a_table_of_policy_entries_is_kept_as_their_dicts(harness):
+    # the leader hands its table of PolicyEntry over; every store keeps
+    # each as its to_dict(), which workers read back
+    leader = harness.store()
+    worker = harness.store(like=leader)
+    table = {'AUTH_a:b': PolicyEntry('read', substore='fast',
+                                     method='cache', since=1.5,
+                                     ran_until={'batch': 1.0}),
+             'AUTH_c': PolicyEntry('write', substore='', method='batch')}
+    stored = {tenant: entry.to_dict() for tenant, entry in table.items()}
+    state = leader.update_table(None, table, list(table))
+    assert worker.table_changes(None) == (state, stored, True)
+    assert leader.put_table(table) == 2
+    assert worker.get_table() == (2, stored)
 
 
 def test_put_table_starts_a_lineage(harness):

@@ -1,4 +1,4 @@
-"""The circuit breaker, and the chain of stores it guards."""
+"""The chain of stores, each behind a circuit breaker."""
 import socket
 import time
 
@@ -9,7 +9,7 @@ from swift.common.memcached import MemcacheRing
 from swift_mass.control.stores.local import LocalStore
 from swift_mass.control.stores.memcache_store import MemcacheStore
 from swift_mass.control.stores.redis_store import RedisStore
-from swift_mass.control.stores.resilient import Breaker, ResilientStore
+from swift_mass.control.stores.resilient import ResilientStore
 from tests.unit.control.stores.helpers import B0, DOWN_MEMCACHE_SERVER, \
     DOWN_REDIS_URL, Logger
 from tests.unit.helpers import REDIS_URL, Clock
@@ -169,35 +169,3 @@ def test_a_failing_fallback_gives_empty_answers():
     assert len(logger.lines['warning']) == 1
     [error] = logger.lines['error']
     assert 'memcache' in error
-
-
-# The breaker itself.
-
-def test_breaker_opens_on_the_first_failure_and_lets_one_probe_through():
-    clock, events = Clock(), []
-    breaker = Breaker(30, clock, on_open=events.append,
-                      on_close=lambda: events.append('closed'))
-    assert breaker.allows()
-    breaker.failed('timeout')
-    breaker.failed('timeout again')
-    assert events == ['timeout']  # once per opening
-    assert not breaker.allows()
-    clock.now += 30
-    assert breaker.allows()       # the probe...
-    assert not breaker.allows()   # ...and only the probe
-    breaker.succeeded()
-    assert events == ['timeout', 'closed']
-    assert breaker.allows() and breaker.error is None
-
-
-def test_a_failed_probe_keeps_the_breaker_open_for_another_period():
-    clock = Clock()
-    breaker = Breaker(30, clock)
-    breaker.failed('refused')
-    clock.now += 30
-    assert breaker.allows()
-    breaker.failed('refused')
-    clock.now += 29
-    assert not breaker.allows()
-    clock.now += 1
-    assert breaker.allows()

@@ -9,6 +9,7 @@ from swift.common.swob import HTTPForbidden, Request, Response
 from swift.common.utils import Timestamp, md5
 
 from swift_mass.conf import MassConf  # noqa: F401 (for the tests)
+from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.redis_store import RedisStore
 from swift_mass.generations import object_key
 from swift_mass.generations.writer import GenerationWriter
@@ -215,14 +216,14 @@ def make(prefix, swift=None, conf=None, store_url=REDIS_URL, pin='cache'):
                 # the object servers apply the tenants the leader published
                 swift.generations.heartbeat()
         else:
-            mass.agent.table = {'AUTH_t': {
-                'class': 'read', 'method': pin, 'ring': ''}}
+            mass.agent.table = {'AUTH_t': PolicyEntry(
+                'read', substore='', method=pin)}
     mass._loop_pid = os.getpid()  # no control loop thread
     # merge's write-through at once (it has a green thread of its own in
     # a proxy; test_merge shows the client does not wait for it)
     mass.methods.merge.spawn = lambda fn, *args: fn(*args)
     # the same for the fill of shared bodies after a miss
-    cache.spawn = lambda fn, *args: fn(*args)
+    cache.entries.spawn = lambda fn, *args: fn(*args)
     del swift.requests[:], logger.counters[:]
     return mass, swift, logger
 

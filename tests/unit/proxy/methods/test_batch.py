@@ -6,6 +6,7 @@ import pytest
 from swift.common.swob import Request
 
 from swift_mass import tags
+from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.local import LocalStore
 from swift_mass.proxy.methods import Methods
 from swift_mass.proxy.methods.batch import BatchMethod
@@ -23,7 +24,7 @@ def request_env(path=PATH, method='GET'):
     return Request.blank(path, method=method).environ
 
 
-BATCH = {'class': 'write', 'method': 'batch', 'ring': ''}
+BATCH = PolicyEntry('write', substore='', method='batch')
 
 
 def test_batch_is_a_method_of_the_policy_table():
@@ -41,10 +42,11 @@ def test_every_request_of_a_batch_tenant_is_tagged(path, method):
 
 @pytest.mark.parametrize('entry', [
     None,
-    {'class': 'write', 'method': 'none', 'ring': ''},
-    {'class': 'write', 'method': 'cache', 'ring': ''},
-    {'class': 'write', 'method': 'merge', 'ring': ''},
-    {'class': 'write', 'ring': ''},
+    PolicyEntry('write', substore='', method='none'),
+    PolicyEntry('write', substore='', method='cache'),
+    PolicyEntry('write', substore='', method='merge'),
+    # a method this proxy does not know (a later release's)
+    PolicyEntry('write', substore='', method='sharded'),
 ])
 def test_the_tag_follows_the_method_not_the_class(entry):
     env = request_env(method='PUT')

@@ -178,7 +178,7 @@ def test_a_hit_from_the_workers_copy_is_one_small_round_trip(prefix, left):
     def forbidden(*args):
         raise AssertionError('a hit asked the shared bodies')
     method.generations._read = counted
-    method.bodies.get = method.bodies.put = forbidden
+    method.entries.bodies.get = method.entries.bodies.put = forbidden
     headers, chunks = body_chunks(app)
     assert headers['X-Mass-Cache'] == 'hit'
     assert b''.join(chunks) == big and len(chunks) >= 5
@@ -191,15 +191,16 @@ def test_a_miss_shares_its_body_off_the_clients_path(prefix):
     mass, _, _ = make(prefix, swift)
     method = mass.methods.cache
     later = []
-    method.spawn = lambda fn, *args: later.append((fn, args))
+    method.entries.spawn = lambda fn, *args: later.append((fn, args))
     put(mass)
     key = object_key('AUTH_t', 'c', 'o')
     assert call(mass).headers['X-Mass-Cache'] == 'miss'
-    assert method.bodies.get(key) is None  # the client did not wait
+    # the client did not wait
+    assert method.entries.bodies.get(key) is None
     assert call(mass).headers['X-Mass-Cache'] == 'hit'  # the worker's
     for fn, args in later:
         fn(*args)
-    assert method.bodies.get(key).body == BODY
+    assert method.entries.bodies.get(key).body == BODY
     # another worker (or proxy) finds it in the shared bodies
     other, _, _ = make(prefix, swift)
     resp = call(other)
@@ -310,7 +311,7 @@ def test_a_write_during_a_fetch_does_not_put_the_old_body_back(prefix):
     # kept in the worker under the generation read before the fetch,
     # which the write replaced: never served, never shared
     key = object_key('AUTH_t', 'c', 'o')
-    assert mass_a.methods.cache.bodies.get(key) is None
+    assert mass_a.methods.cache.entries.bodies.get(key) is None
     resp = call(mass_a)
     assert resp.headers['X-Mass-Cache'] == 'miss'
     assert resp.body == b'new-' * 10
@@ -465,7 +466,7 @@ def test_a_read_swift_refuses_touches_neither_redis_nor_the_bodies(
 
     def forbidden(*args, **kwargs):
         raise AssertionError('a refused read used the cache')
-    method.generations._read = method.bodies.get = forbidden
+    method.generations._read = method.entries.bodies.get = forbidden
     method.generations.uncovered = forbidden
     for path in (PATH, '/v1/AUTH_t/c/no-such-object'):
         resp = call(mass, path, user='mallory')
@@ -525,7 +526,7 @@ def test_a_proxy_whose_redis_is_down_from_the_start_serves_every_request(
         prefix, down_url):
     swift = Swift()
     mass, _, logger = make(prefix, swift, store_url=down_url)
-    assert mass.methods.cache.bodies.name == 'redis'
+    assert mass.methods.cache.entries.bodies.name == 'redis'
     swift.write(PATH, BODY)
     for _ in range(3):
         resp = call(mass)
@@ -650,8 +651,8 @@ def test_an_uncacheable_object_costs_one_store_round_trip_less(prefix):
     method = mass.methods.cache
     calls = []
     for name in ('get',):
-        real = getattr(method.bodies, name)
-        setattr(method.bodies, name,
+        real = getattr(method.entries.bodies, name)
+        setattr(method.entries.bodies, name,
                 lambda *a, real=real: calls.append(a) or real(*a))
     assert call(mass).headers['X-Mass-Cache'] == 'miss'
     assert len(calls) == 1
@@ -772,7 +773,8 @@ def test_encrypted_objects_are_cached_as_ciphertext_and_decrypted(prefix):
         md5(BODY, usedforsecurity=False).hexdigest()
     assert logger.counters.count('cache.hit') == 1
     # the cache holds what the object servers hold, never the plaintext
-    held = mass.methods.cache.bodies.get(object_key('AUTH_t', 'c', 'o'))
+    held = mass.methods.cache.entries.bodies.get(
+        object_key('AUTH_t', 'c', 'o'))
     assert held.body == stored['body'] and BODY not in held.body
     assert not any(v == 'blue' for _, v in held.headers)
 
@@ -828,7 +830,7 @@ def test_redis_bodies_keep_to_their_budget(prefix, redis_db15):
         'cache_budget_bytes': str(budget),
         'cache_max_object_size': str(len(BODY)),
         'cache_local_budget_bytes': '0'})
-    bodies = mass.methods.cache.bodies
+    bodies = mass.methods.cache.entries.bodies
     assert bodies.name == 'redis'
     for i in range(12):
         path = '/v1/AUTH_t/c/o%d' % i
@@ -892,7 +894,8 @@ def test_redis_backend_without_redis_falls_back_to_local():
     logger = Logger()
     method = cache.CacheMethod.from_conf(Swift(), MassConf({}), logger,
                                          LocalStore())
-    assert method.bodies.name == 'local' and method.generations is None
+    assert method.entries.bodies.name == 'local'
+    assert method.generations is None
     assert any('cache_backend = redis' in line for _, line in logger.lines)
 
 
@@ -921,12 +924,12 @@ def test_concurrent_reads_of_a_rewritten_uncacheable_object(prefix):
     call(mass)
     method = mass.methods.cache
     key = next(iter(method._uncacheable))
-    real = method.validity
+    real = method.validity_check.read
 
-    def slow_validity(env, k):
+    def slow_read(env, k):
         eventlet.sleep(0)  # both readers wait here, as for Redis
         return real(env, k)
-    method.validity = slow_validity
+    method.validity_check.read = slow_read
     method._uncacheable[key] = 'a generation from before a write'
     readers = [eventlet.spawn(call, mass) for _ in range(2)]
     assert [r.wait().status_int for r in readers] == [200, 200]
@@ -949,7 +952,7 @@ def test_bodies_in_a_failing_redis_are_not_asked_until_it_may_answer(
     def hung(*args):
         asked.append(args)
         raise TimeoutError('Timeout reading from socket')
-    real, method.bodies.get = method.bodies.get, hung
+    real, method.entries.bodies.get = method.entries.bodies.get, hung
     for _ in range(3):
         assert call(mass).body == BODY
     # one read waited for it; the others, and the fills, skipped it
@@ -957,7 +960,7 @@ def test_bodies_in_a_failing_redis_are_not_asked_until_it_may_answer(
     # the first fill found Redis failing before its put: nothing to skip
     assert logger.counters.count('cache.backend_skipped') == 4
     clock.now += method.generations.breaker.retry_after
-    method.bodies.get = real
+    method.entries.bodies.get = real
     assert call(mass).headers['X-Mass-Cache'] == 'hit'
 
 

@@ -1,0 +1,82 @@
+"""Whether a cached body is the object's current version
+(:mod:`swift_mass.proxy.methods.cache`, "Generations" and "Without
+generations"): the validity a body is fetched, stored and served under,
+read from the object's generation (:mod:`swift_mass.generations`) while
+generations can be trusted; without them, a HEAD of the object, sent as
+the client, shows whether the cached version is the current one.
+"""
+from swift.common.swob import Request
+
+from swift_mass.proxy.methods import base
+
+# Request headers that make an answer other than the whole object.
+CONDITIONS = ('HTTP_RANGE', 'HTTP_IF_MATCH', 'HTTP_IF_NONE_MATCH',
+              'HTTP_IF_MODIFIED_SINCE', 'HTTP_IF_UNMODIFIED_SINCE')
+
+
+class ValidityCheck(object):
+    """The cache's check of an object's version: its validity now
+    (:meth:`read`, :meth:`current`), whether no write overtook a body
+    (:meth:`still_current`) and, without generations, whether the backend
+    shows the cached version (:meth:`backend_agrees`).
+
+    ``count(env, result)`` counts ``cache.<result>``.
+    """
+
+    def __init__(self, app, settings, logger, generations, count,
+                 devices=None):
+        self.app = app  # the proxy app: validation HEADs
+        self.settings = settings
+        self.logger = logger
+        self.generations = generations
+        self.count = count
+        #: ``devices()``: every device of the object rings, each of which
+        #: needs an object server that bumps generations
+        self.devices = devices
+
+    def read(self, env, key):
+        """``(validity, write_timestamp)`` of the object ``env`` reads
+        (``key`` its :func:`~swift_mass.generations.object_key`) now, as
+        :meth:`~swift_mass.generations.reader.GenerationReader.read` tells;
+        ``(None, None)`` without generations, or while a device of the
+        object rings has no object server that bumps them."""
+        if self.generations is None:
+            return None, None
+        self.generations.start()
+        if self.devices is not None and \
+                self.generations.uncovered(self.devices) != frozenset():
+            self.count(env, 'uncovered')
+            return None, None
+        return self.generations.read(key, base.object_path(env)[0])
+
+    def current(self, env, key):
+        """:meth:`read`, unless ``cache_ttl_only`` (no validity)."""
+        if self.settings.ttl_only:
+            return None, None
+        return self.read(env, key)
+
+    def still_current(self, env, key, validity):
+        """Whether no write overtook a body fetched under ``validity``
+        (not asked under ``cache_ttl_only`` when none was read)."""
+        if validity is None and self.settings.ttl_only:
+            return True
+        return self.read(env, key)[0] == validity
+
+    def backend_agrees(self, env, entry):
+        """A HEAD of the object as the client (the proxy authorises it)
+        shows the cached version: same X-Backend-Timestamp and ETag."""
+        head_env = {k: v for k, v in env.items()
+                    if k not in CONDITIONS and k != 'wsgi.input'}
+        head_env.update({'REQUEST_METHOD': 'HEAD', 'swift.source': 'MASS',
+                         'CONTENT_LENGTH': '0'})
+        head_env.pop('swob.ACL', None)
+        try:
+            resp = Request(head_env).get_response(self.app)
+        except Exception as err:
+            self.logger.warning('mass cache: validation HEAD failed: %s'
+                                % err)
+            return False
+        return (resp.status_int == 200 and
+                resp.headers.get('X-Backend-Timestamp') ==
+                entry.header('X-Backend-Timestamp') and
+                resp.headers.get('ETag') == entry.header('ETag'))
