@@ -206,7 +206,7 @@ def redis_calls():
     """Commands the SAIO's Redis has run since it started (INFO
     commandstats), or None."""
     import redis
-    from swift_mass.conf import MassConf
+    from swift_mass.proxy.conf import MassConf
     from swift.common.utils import readconf
     try:
         url = MassConf(readconf(PROXY_CONF, 'filter:mass')).store.redis_url

@@ -604,7 +604,7 @@ def _middleware(url, prefix):
     mass = MassMiddleware(_app, {'redis_url': url}, logger=Logger(),
                           store=RedisStore(url, prefix=prefix))
     mass._loop_pid = os.getpid()  # no control loop
-    mass.methods.cache.devices = lambda: set()
+    mass.methods.cache.validity_check.devices = lambda: set()
     return mass
 
 

@@ -1,9 +1,16 @@
 """The circuit breaker in front of each of Mass's backends, wherever one
 is called: the store chain (:mod:`swift_mass.control.stores`: the proxies
 and the ``swift-mass`` command) and the generations' Redis
-(:mod:`swift_mass.generations`: the proxies and the object servers)."""
+(:mod:`swift_mass.generations`: the proxies and the object servers), and
+how each describes the error that opened it."""
 
 import time
+
+
+def describe(err):
+    """``err`` as a breaker keeps it (:meth:`Breaker.failed`) and as a
+    log line or a health report shows it: its type and its message."""
+    return '%s: %s' % (type(err).__name__, err)
 
 
 class Breaker(object):

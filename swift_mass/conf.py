@@ -1,20 +1,23 @@
-"""Parsing of Mass options, once, at start-up.
+"""Parsing of Mass options, once, at start-up: what both filters share.
 
 Every parser raises :class:`ConfigError` whose message names the option, the
 value it was given and what is allowed, so that a bad ``[filter:mass]`` line
-stops the server with a sentence an operator can act on.  :class:`MassConf`
-is every option of ``[filter:mass]``, read by the ``mass`` filter, by
-``swift-mass`` and by the benchmark; :class:`QueueConf` every option of
-``[filter:mass_queue]``, read by the object servers' filter.
+stops the server with a sentence an operator can act on.  Each filter
+section is parsed by one object: :class:`QueueConf`, here, every option of
+``[filter:mass_queue]``, read by the object servers' filter;
+:class:`swift_mass.proxy.conf.MassConf` every option of ``[filter:mass]``
+(:data:`SECTION`), read by the ``mass`` filter, by ``swift-mass`` and by the
+benchmark.  Nothing here imports the control loop (:mod:`swift_mass.control`),
+which the object servers do not run.
 """
 from swift.common.recon import DEFAULT_RECON_CACHE_PATH
 from swift.common.storage_policy import POLICIES
 from swift.common.swob import str_to_wsgi
 from swift.common.utils import config_true_value, list_from_csv
 
-from swift_mass import metrics, redis_client, tags
-from swift_mass.control import classify, controller
+from swift_mass import redis_client, tags
 
+#: the proxy filter's section (:class:`swift_mass.proxy.conf.MassConf`)
 SECTION = 'filter:mass'
 
 
@@ -131,57 +134,6 @@ def substore_option(conf, section, option):
     return policy.name
 
 
-def _warmup_option(conf, section, window):
-    """``validation_warmup_seconds``: at least a window (by default one),
-    so no window a method is judged by holds its cold start."""
-    option = 'validation_warmup_seconds'
-    try:
-        return int_option(conf, section, option, window, window)
-    except ConfigError:
-        raise invalid_option(section, option, conf.get(option),
-                             'an integer >= window_seconds (%d)' % window)
-
-
-def _control_settings(conf, section=SECTION, interval=5.0):
-    """The control loop's settings (swift_mass.control.controller.Settings);
-    `interval`, the ``interval`` option, is how long a decision may take
-    to reach every worker."""
-    thresholds = classify.Thresholds(
-        read_share=float_option(conf, section, 'read_share', 0.8, 0.0, 1.0),
-        write_share=float_option(conf, section, 'write_share', 0.2, 0.0,
-                                 1.0),
-        min_requests=int_option(conf, section, 'min_requests', 50, 1),
-        hysteresis=float_option(conf, section, 'hysteresis', 0.05, 0.0,
-                                0.5))
-    try:
-        classify.check_thresholds(thresholds)
-    except ValueError as err:
-        raise ConfigError('[%s] read_share, write_share, hysteresis: %s'
-                          % (section, err))
-    rings, methods = {}, {}
-    for cls in classify.CLASSES:
-        rings[cls] = substore_option(conf, section, '%s_substore' % cls)
-        methods[cls] = choice_option(
-            conf, section, '%s_method' % cls,
-            controller.DEFAULT_METHODS[cls], controller.METHODS)
-    window = int_option(conf, section, 'window_seconds', 60, 10)
-    return controller.Settings(
-        thresholds=thresholds, rings=rings, methods=methods, window=window,
-        margin=float_option(conf, section, 'validation_margin', 0.15, 0.0,
-                            10.0),
-        holdoff=int_option(conf, section, 'holdoff_seconds', 600, 0),
-        warmup=_warmup_option(conf, section, window),
-        validation_window=int_option(conf, section,
-                                     'validation_window_seconds', 60, 10),
-        interval=interval)
-
-
-STORES = ('redis', 'memcache', 'local')
-DEFAULT_STORE_RETRY_AFTER = 30
-CACHE_BACKENDS = ('redis', 'memcache', 'local')
-DEFAULT_MIGRATE_RETRY_AFTER = 60
-
-
 def servers_option(conf, section, option):
     """A comma-separated list of memcached servers, ``host:port`` each (an
     IPv6 host in brackets), as Swift's ``memcache_servers``; [] if
@@ -208,116 +160,6 @@ def redis_url_option(conf, section, option, default):
             section, option, redis_client.redacted_url(url),
             '%s (%s)' % (redis_client.URL_FORMS, err))
     return url
-
-
-class StoreConf(object):
-    """The shared store's options (swift_mass.control.stores)."""
-
-    def __init__(self, conf, section=SECTION):
-        self.kind = choice_option(conf, section, 'store', 'redis', STORES)
-        self.redis_url = redis_url_option(conf, section, 'redis_url',
-                                          redis_client.DEFAULT_REDIS_URL)
-        self.redis_timeout_ms = int_option(
-            conf, section, 'redis_timeout_ms',
-            redis_client.DEFAULT_REDIS_TIMEOUT_MS, 1)
-        self.retry_after = int_option(
-            conf, section, 'store_retry_after', DEFAULT_STORE_RETRY_AFTER, 1)
-
-
-class CacheConf(object):
-    """The ``cache_*`` options (swift_mass.proxy.methods.cache)."""
-
-    def __init__(self, conf, section=SECTION):
-        self.backend = choice_option(conf, section, 'cache_backend',
-                                     'redis', CACHE_BACKENDS)
-        self.memcache_servers = servers_option(conf, section,
-                                               'cache_memcache_servers')
-        self.max_object_size = int_option(
-            conf, section, 'cache_max_object_size', 1024 * 1024, 1)
-        self.budget = int_option(conf, section, 'cache_budget_bytes',
-                                 64 * 1024 * 1024, 1)
-        if self.budget < self.max_object_size:
-            raise ConfigError(
-                '[%s] cache_budget_bytes = %d is not valid; allowed: at '
-                'least cache_max_object_size (%d)' % (
-                    section, self.budget, self.max_object_size))
-        # each worker's own LRU in front of shared bodies (0: none)
-        self.local_budget = int_option(
-            conf, section, 'cache_local_budget_bytes', 32 * 1024 * 1024, 0)
-        if 0 < self.local_budget < self.max_object_size:
-            raise ConfigError(
-                '[%s] cache_local_budget_bytes = %d is not valid; allowed: '
-                '0 (no worker cache) or at least cache_max_object_size (%d)'
-                % (section, self.local_budget, self.max_object_size))
-        self.ttl = int_option(conf, section, 'cache_ttl', 300, 1)
-        self.generation_ttl = int_option(
-            conf, section, 'cache_generation_ttl', 86400, self.ttl)
-        self.ttl_only = bool_option(conf, section, 'cache_ttl_only', False)
-        # seconds, as redis-py takes them
-        self.redis_timeout = int_option(
-            conf, section, 'cache_redis_timeout_ms', 250, 1) / 1000.0
-
-
-class MergeConf(object):
-    """The ``merge_*`` options (swift_mass.proxy.methods.merge)."""
-
-    def __init__(self, conf, section=SECTION):
-        self.wait_seconds = float_option(
-            conf, section, 'merge_wait_seconds', 10.0, 0.0, 300.0)
-
-
-class MassConf(object):
-    """Every option of ``[filter:mass]``, parsed and checked once.
-
-    The ``mass`` filter builds one at start-up and hands each part what it
-    needs; ``swift-mass`` builds one from the proxy's configuration file.
-    Every option, its default and meaning is in
-    ``etc/proxy-server.conf-sample``; a bad one raises :class:`ConfigError`
-    naming it and the allowed values.
-
-    :param conf: the section's options (a dict of strings), or None for
-        every default.
-    """
-
-    def __init__(self, conf=None, section=SECTION):
-        conf = conf or {}
-        self.mode = mode_option(conf, section)
-        #: whether Mass acts on requests (tags, routes, methods); in
-        #: observe mode it only counts, decides and reports
-        self.active = self.mode == ACTIVE
-        #: accounts served as without Mass, besides those whose account
-        #: carries the opt-out mark
-        self.opt_out_accounts = accounts_option(conf, section,
-                                                'opt_out_accounts')
-        self.default_priority = int_option(
-            conf, section, 'default_priority', tags.DEFAULT_PRIORITY,
-            tags.PRIORITY_MIN, tags.PRIORITY_MAX)
-        self.control_loop = bool_option(conf, section, 'control_loop', True)
-        self.interval = float_option(conf, section, 'interval', 5.0, 0.1,
-                                     300.0)
-        self.bucket_seconds = int_option(conf, section, 'bucket_seconds', 5,
-                                         1)
-        #: per-tenant statsd counters of a flush for at most this many
-        #: tenants, the busiest (0: none)
-        self.tenant_metrics = int_option(conf, section, 'tenant_metrics',
-                                         metrics.DEFAULT_TENANT_METRICS, 0)
-        #: the control loop's (swift_mass.control.controller.Settings)
-        self.control = _control_settings(conf, section, self.interval)
-        if self.control.window < 2 * self.bucket_seconds:
-            raise ConfigError('[%s] window_seconds = %d is not valid; '
-                              'allowed: at least twice bucket_seconds (%d)'
-                              % (section, self.control.window,
-                                 self.bucket_seconds))
-        self.urgent_recheck_seconds = float_option(
-            conf, section, 'urgent_recheck_seconds', 30.0, 0.0, 3600.0)
-        self.migrate_retry_after = int_option(
-            conf, section, 'migrate_retry_after',
-            DEFAULT_MIGRATE_RETRY_AFTER, 1)
-        #: the proxy's: its rings say which devices must bump generations
-        self.swift_dir = conf.get('swift_dir', '/etc/swift')
-        self.store = StoreConf(conf, section)
-        self.cache = CacheConf(conf, section)
-        self.merge = MergeConf(conf, section)
 
 
 class QueueConf(object):

@@ -488,8 +488,8 @@ class MinReplicasCheck(object):
             'mass redis: the Sentinel master %s may take writes cut off '
             'from its replicas: %s.  Set min-replicas-to-write 1 and a '
             'small min-replicas-max-lag on every node of the service '
-            '(the sentinels\' majority still fences a split brain)'
-            % (where, what))
+            '(the sentinels\' majority still fences a split brain)',
+            where, what)
 
 
 class LazyRedisCluster(object):

@@ -4,9 +4,10 @@ share, neither is a proxy)."""
 from swift.common.memcached import load_memcache
 from swift.common.utils import readconf
 
-from swift_mass.conf import SECTION, ConfigError, MassConf
+from swift_mass.conf import SECTION, ConfigError
 from swift_mass.control.stores import store_from_conf
 from swift_mass.control.stores.resilient import ResilientStore
+from swift_mass.proxy.conf import MassConf
 
 
 def shared_store(conf_path, logger):

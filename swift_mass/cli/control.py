@@ -204,7 +204,7 @@ def explain(args, conf, store, settings):
         'figures': figures_dict(f),
         'thresholds': t._asdict(),
         'class_from_current_window': now,
-        'mapping': {'rings': settings.rings, 'methods': settings.methods},
+        'mapping': {'rings': settings.substores, 'methods': settings.methods},
     }
 
 

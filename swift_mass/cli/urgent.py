@@ -31,9 +31,6 @@ import collections
 from swift_mass import tags
 from swift_mass.cli import client, output
 
-RECHECK_NOTE = ('proxies pick a change up within their '
-                'urgent_recheck_seconds ([filter:mass], default 30)')
-
 #: a mark's subcommand: its name, the header, the key of --json's result
 #: and what --on does, for --help
 AccountMark = collections.namedtuple('AccountMark', [

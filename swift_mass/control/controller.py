@@ -93,7 +93,7 @@ DEFAULT_METHODS = {classify.READ: 'cache', classify.WRITE: 'batch',
 
 Settings = collections.namedtuple('Settings', [
     'thresholds',  # classify.Thresholds
-    'rings',       # {class: storage policy name, '' for the default}
+    'substores',   # {class: storage policy name, '' for the default}
     'methods',     # {class: method}
     'window',      # seconds of the sliding window figures are over
     'margin',      # allowed worsening, e.g. 0.15 = 15 % slower
@@ -105,7 +105,7 @@ Settings = collections.namedtuple('Settings', [
 
 DEFAULT_SETTINGS = Settings(
     thresholds=classify.DEFAULT_THRESHOLDS,
-    rings={classify.READ: '', classify.WRITE: '', classify.MIXED: ''},
+    substores={classify.READ: '', classify.WRITE: '', classify.MIXED: ''},
     methods=DEFAULT_METHODS, window=60, margin=0.15, holdoff=600,
     warmup=60, validation_window=60, interval=5.0)
 
@@ -168,7 +168,7 @@ def new_entry(cls, settings, now, reason):
     the class, not yet judged (``ran_until`` and ``judging``, see the
     module's docstring, are filled in when they have something to
     say)."""
-    return PolicyEntry(cls, substore=settings.rings.get(cls, ''),
+    return PolicyEntry(cls, substore=settings.substores.get(cls, ''),
                        method=settings.methods.get(cls, 'none'), since=now,
                        reason=reason)
 
@@ -318,7 +318,7 @@ def _pinned(tenant, previous, pin, now, settings):
     is that pin's already."""
     cls = pin['class']
     # 'ring': the key a pin keeps its substore under
-    substore = pin.get('ring', settings.rings.get(cls, ''))
+    substore = pin.get('ring', settings.substores.get(cls, ''))
     method = pin.get('method', settings.methods.get(cls, 'none'))
     if previous is not None and previous.pinned and \
             (previous.cls, previous.substore, previous.method) == \

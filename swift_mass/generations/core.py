@@ -12,8 +12,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from swift_mass import metrics
-from swift_mass.breaker import Breaker
-from swift_mass.control.stores.base import describe
+from swift_mass.breaker import Breaker, describe
 from swift_mass.lua import read_script
 from swift_mass.redis_client import client_from_url, key_prefix
 
@@ -148,7 +147,7 @@ class Generations(object):
         if replaced == 1:
             self.logger.warning(
                 'mass generations: Redis is a new server process (run_id '
-                '%s): every cached body is invalid' % identity)
+                '%s): every cached body is invalid', identity)
             metrics.increment(
                 self.logger, 'generations.new_instance', 'generations',
                 {'event': 'new_instance'})
@@ -181,7 +180,7 @@ class Generations(object):
     def _opened(self, error):
         self.logger.warning(
             'mass generations: Redis unavailable (%s); cached bodies are '
-            'validated against the object servers' % error)
+            'validated against the object servers', error)
 
     def _closed(self):
         self.logger.info('mass generations: Redis answers again')
@@ -233,7 +232,7 @@ class Generations(object):
             self.logger.warning(
                 'mass generations: heartbeat failed (%s: %s); this '
                 'process bumps every write, and its registrations '
-                'lapse, until it succeeds' % (type(err).__name__, err))
+                'lapse, until it succeeds', type(err).__name__, err)
 
     def _heartbeat_succeeded(self):
         if self._heartbeat_failing:

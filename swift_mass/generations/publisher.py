@@ -38,5 +38,5 @@ class BumpedSetPublisher(object):
         except Exception as err:
             generations.logger.warning(
                 'mass generations: could not publish the tenants to bump: '
-                '%s' % err)
+                '%s', err)
             return None

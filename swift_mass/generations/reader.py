@@ -67,7 +67,7 @@ class GenerationReader(Generations):
             # a ring being replaced, or broken: unknown, so hits are
             # validated against the object servers meanwhile
             self.logger.warning('mass generations: the ring devices could '
-                                'not be read: %s' % err)
+                                'not be read: %s', err)
             return None
         try:
             found = self._coverage_script(
@@ -85,8 +85,8 @@ class GenerationReader(Generations):
                     'mass generations: %d device(s) have no object server '
                     'bumping generations (mass_queue with redis_url), so '
                     'cached bodies are validated against the object '
-                    'servers: %s' % (len(missing),
-                                     ', '.join(sorted(missing)[:5])))
+                    'servers: %s', len(missing),
+                    ', '.join(sorted(missing)[:5]))
             elif self._coverage[1]:
                 self.logger.info('mass generations: every device bumps')
         self._coverage = (now, missing, applied)

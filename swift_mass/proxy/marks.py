@@ -47,6 +47,7 @@ Three marks:
 import time
 
 from cachetools import TTLCache
+from swift.common.request_helpers import get_sys_meta_prefix
 from swift.common.swob import HTTPServiceUnavailable, str_to_wsgi, \
     wsgi_to_str
 from swift.common.utils import close_if_possible, config_true_value, \
@@ -74,7 +75,7 @@ class Mark(object):
         self.header = header
         self.env_key = tags.environ_key(header)
         name = header[len('X-'):]
-        self.sysmeta_header = 'X-%s-Sysmeta-%s' % (level.title(), name)
+        self.sysmeta_header = get_sys_meta_prefix(level).title() + name
         self.sysmeta_env = tags.environ_key(self.sysmeta_header)
         # its key in the sysmeta of get_account_info / get_container_info
         self.sysmeta_key = name.lower()

@@ -16,12 +16,12 @@ from swift.proxy.controllers.base import get_container_info
 
 import swift_mass
 from swift_mass import metrics, tags
-from swift_mass.conf import MassConf
 from swift_mass.control import monitor
 from swift_mass.control.agent import Agent
 from swift_mass.control.stores import store_from_conf
 from swift_mass.proxy import marks, routing
 from swift_mass.proxy.authorization import Authorization
+from swift_mass.proxy.conf import MassConf
 from swift_mass.proxy.methods import Methods
 from swift_mass.proxy.sysmeta import AccountSysmeta
 from swift_mass.proxy.tenant import object_of, tenant_of
@@ -84,22 +84,22 @@ class RoutedPut(WSGIContext):
         status = self._get_status_int()
         path = wsgi_quote(env['PATH_INFO'])
         if self.policy is None:
-            self.logger.debug('mass: %s of %s not routed: %s' % (
-                path, tenant, self.reason or 'not authorised'))
+            self.logger.debug('mass: %s of %s not routed: %s', path, tenant,
+                              self.reason or 'not authorised')
         elif status != 409:
             if is_success(status):
                 metrics.increment(self.logger, 'routed', 'routed',
                                   {'substore': self.substore})
             self.logger.info('mass: routed new container %s of %s to '
-                             'storage policy %s: %d' % (
-                                 path, tenant, self.policy, status))
+                             'storage policy %s: %d',
+                             path, tenant, self.policy, status)
         else:
             drain_and_close(app_iter)  # a short error page
             metrics.increment(self.logger, 'route_conflict',
                               'route_conflicts', {'substore': self.substore})
             self.logger.info('mass: %s of %s exists in another storage '
-                             'policy than %s; sent again without one' % (
-                                 path, tenant, self.policy))
+                             'policy than %s; sent again without one',
+                             path, tenant, self.policy)
             for key in [k for k in env if k.startswith('HTTP_')]:
                 del env[key]
             env.update(sent)
@@ -303,7 +303,7 @@ class MassMiddleware(object):
     subrequests of slo, dlo, copy, versioned_writes, symlink and s3api
     included, passes it.  Every option, its default and meaning is in
     ``etc/proxy-server.conf-sample``; they are parsed once, by
-    :class:`swift_mass.conf.MassConf`, and a bad one stops the proxy at
+    :class:`swift_mass.proxy.conf.MassConf`, and a bad one stops the proxy at
     start-up with a message naming the option and the allowed values.
     """
 
@@ -342,7 +342,7 @@ class MassMiddleware(object):
             default_priority=self.conf.default_priority,
             priority_min=tags.PRIORITY_MIN, priority_max=tags.PRIORITY_MAX,
             control_loop=self.conf.control_loop,
-            substores=dict(self.conf.control.rings),
+            substores=dict(self.conf.control.substores),
             methods=dict(self.conf.control.methods))
 
     def __call__(self, env, start_response):
@@ -465,9 +465,10 @@ class MassMiddleware(object):
         substore, reason = routing.substore_of(
             req.method, env['PATH_INFO'], req.headers, env[tags.ENV_POLICY])
         if substore is None:
-            self.logger.debug('mass: %s of %s not routed: %s' % (
-                wsgi_quote(env['PATH_INFO']),
-                wsgi_quote(env[tags.ENV_TENANT], safe=''), reason))
+            self.logger.debug('mass: %s of %s not routed: %s',
+                              wsgi_quote(env['PATH_INFO']),
+                              wsgi_quote(env[tags.ENV_TENANT], safe=''),
+                              reason)
             return self.app(env, start_response)
         return RoutedPut(self.app, self.logger, substore).handle_put(
             req, start_response)

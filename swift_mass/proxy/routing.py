@@ -38,12 +38,15 @@ stale cached info), so the client sees exactly what Swift would have said.
 
 Plain Python, no WSGI: the proxy filter is the adapter.
 """
+from swift.common.request_helpers import get_sys_meta_prefix
+
 
 # swift.common.utils.RESERVED_STR and constraints.AUTO_CREATE_ACCOUNT_PREFIX
 RESERVED = '\x00'
 SYSTEM = '.'
 POLICY_HEADER = 'X-Storage-Policy'
-VERSIONS_SYSMETA = 'X-Container-Sysmeta-Versions-Container'
+# object_versioning's SYSMETA_VERSIONS_CONT
+VERSIONS_SYSMETA = get_sys_meta_prefix('container') + 'versions-container'
 
 # decide()'s reasons for not routing, for logs and tests
 NOT_CONTAINER_PUT = 'not a container PUT'

@@ -59,7 +59,7 @@ class AccountSysmeta(object):
             entry = json.loads(value) if value else None
         except Exception as err:
             self.logger.warning('mass: cannot read the policy of %s from '
-                                'account sysmeta: %s' % (tenant, err))
+                                'account sysmeta: %s', tenant, err)
             return None
         if entry is None:
             self._absent[tenant] = True
@@ -87,6 +87,6 @@ class AccountSysmeta(object):
                 raise Exception(resp.status)
         except Exception as err:
             self.logger.warning('mass: cannot save the policy of %s in '
-                                'account sysmeta: %s' % (tenant, err))
+                                'account sysmeta: %s', tenant, err)
         else:
             self._absent.pop(tenant, None)

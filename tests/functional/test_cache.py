@@ -25,8 +25,8 @@ from swift.common.memcached import load_memcache
 from swift.common.utils import readconf
 
 from swift_mass.cli.control import Quiet
-from swift_mass.conf import MassConf
 from swift_mass.control.stores import store_from_conf
+from swift_mass.proxy.conf import MassConf
 from swift_mass.ring_devices import ring_devices
 from swift_mass.redis_client import DEFAULT_REDIS_URL, client_from_url, \
     key_prefix

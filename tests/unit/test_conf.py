@@ -6,8 +6,9 @@ from swift.common.storage_policy import StoragePolicy, \
     StoragePolicyCollection
 
 from swift_mass import conf
-from swift_mass.conf import ConfigError, MassConf, QueueConf, \
-    bool_option, choice_option, float_option, int_option
+from swift_mass.conf import ConfigError, QueueConf, bool_option, \
+    choice_option, float_option, int_option
+from swift_mass.proxy.conf import MassConf
 
 
 def test_int_option():
@@ -193,7 +194,7 @@ def test_options_are_read(policies):
     assert (mass.default_priority, mass.control_loop, mass.interval,
             mass.bucket_seconds, mass.control.window) == \
         (8, False, 2.5, 10, 30)
-    assert mass.control.rings['read'] == 'fast'
+    assert mass.control.substores['read'] == 'fast'
     assert mass.control.methods['write'] == 'none'
     assert (mass.urgent_recheck_seconds, mass.migrate_retry_after) == \
         (0.0, 7)

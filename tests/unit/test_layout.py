@@ -1,7 +1,10 @@
 """The package's layout rules: where code runs is the first thing its path
 says, and imports go one way (servers never import the operator's
-command, its device-class library or the benchmark; the benchmark and the
-library never import the command; and no module imports itself back)."""
+command, its device-class library or the benchmark; the object servers
+never load the proxies' control loop; the benchmark and the library never
+import the command; no module imports itself back, and no package another
+that imports it; the shared configuration imports nothing of the control
+loop, the tags nothing of the project)."""
 import ast
 import os
 import subprocess
@@ -14,6 +17,7 @@ import swift_mass
 PACKAGE = os.path.dirname(swift_mass.__file__)
 ROOT = os.path.dirname(PACKAGE)
 COMMAND = 'swift_mass.cli'
+CONTROL = 'swift_mass.control'
 
 
 def modules():
@@ -88,18 +92,63 @@ def test_no_import_circle():
             visit(name, [name])
 
 
+def package_of(name, known):
+    """The package of the project that module ``name`` is in
+    (``swift_mass.control`` for ``swift_mass.control.stores.base``); a
+    module of the top level (``swift_mass.conf``) stands for itself."""
+    top = '.'.join(name.split('.')[:2])
+    return top if any(m.startswith(top + '.') for m in known) else name
+
+
+def test_no_import_circle_between_packages():
+    known = modules()
+    graph = {}
+    for name, path in known.items():
+        for dep in imports_of(name, path, known):
+            if package_of(dep, known) != package_of(name, known):
+                graph.setdefault(package_of(name, known), {}).setdefault(
+                    package_of(dep, known), (name, dep))
+
+    def reaches(start, goal, seen):
+        for dep in graph.get(start, {}):
+            if dep == goal or (dep not in seen and
+                               reaches(dep, goal, seen | {dep})):
+                return True
+        return False
+    circles = sorted('%s -> %s (%s imports %s)' % ((package, dep) + why)
+                     for package, deps in graph.items()
+                     for dep, why in deps.items()
+                     if reaches(dep, package, {dep}))
+    assert circles == []
+
+
+def loaded_by(module):
+    """Every module that importing ``module`` loads, in a fresh
+    interpreter."""
+    return subprocess.check_output([
+        sys.executable, '-W', 'ignore', '-c',
+        'import sys, %s; print("\\n".join(sys.modules))' % module],
+        text=True, cwd=ROOT).split()
+
+
 @pytest.mark.parametrize('server_module', [
     'swift_mass.proxy.middleware', 'swift_mass.obj.middleware'])
 def test_servers_import_neither_the_command_nor_the_benchmark(
         server_module):
-    loaded = subprocess.check_output([
-        sys.executable, '-W', 'ignore', '-c',
-        'import sys, %s; print("\\n".join(sys.modules))' % server_module],
-        text=True, cwd=ROOT).split()
+    loaded = loaded_by(server_module)
     # the servers find their ring devices in swift_mass.ring_devices, not
     # in the operator's device-class library
     assert [m for m in loaded if within(
         m, (COMMAND, 'swift_mass.devices', 'mass_bench'))] == []
+
+
+def test_the_object_servers_do_not_load_the_control_loop():
+    # the control loop runs in the proxies (and is read by the command):
+    # mass_queue takes its options from swift_mass.conf, its breaker from
+    # swift_mass.breaker, neither of which imports it
+    loaded = loaded_by('swift_mass.obj.middleware')
+    assert 'swift_mass.obj.middleware' in loaded
+    assert [m for m in loaded if within(m, (CONTROL,))] == []
 
 
 def command_imports(paths, allowed=()):
@@ -150,10 +199,28 @@ def test_every_module_says_where_it_runs():
 
 
 def test_the_control_loop_does_not_import_conf():
-    # conf.py builds the control loop's settings from classify and
-    # controller: control/ takes its options as arguments, so that the two
-    # packages do not import each other
+    # swift_mass.proxy.conf builds the control loop's settings from
+    # classify and controller: control/ takes its options as arguments, so
+    # that neither of conf and control imports the other
     known = modules()
     assert [name for name, path in sorted(known.items())
-            if name.startswith('swift_mass.control') and
+            if name.startswith(CONTROL) and
             'swift_mass.conf' in imports_of(name, path, known)] == []
+
+
+def test_conf_imports_nothing_of_the_control_loop():
+    # the object servers' QueueConf is in swift_mass.conf; MassConf, which
+    # builds the control loop's settings, is the proxy's
+    # (swift_mass.proxy.conf)
+    known = modules()
+    assert 'swift_mass.proxy.conf' in known
+    assert sorted(m for m in imported_anywhere(known['swift_mass.conf'])
+                  if within(m, (CONTROL,))) == []
+
+
+def test_tags_import_nothing_of_the_project():
+    # the wire contract (the names Mass puts on requests), which both
+    # filters and swift-mass read: it depends on nothing of theirs
+    known = modules()
+    assert sorted(m for m in imported_anywhere(known['swift_mass.tags'])
+                  if within(m, ('swift_mass', 'mass_bench'))) == []

@@ -54,7 +54,7 @@ from swift_mass.control.stores import local, memcache_store, redis_store, \
 def store_from_conf(mass_conf, logger, memcache=None):
     """The store chain that ``[filter:mass]`` asks for.
 
-    ``mass_conf``: a :class:`swift_mass.conf.MassConf`, whose ``store``
+    ``mass_conf``: a :class:`swift_mass.proxy.conf.MassConf`, whose ``store``
     holds the options ``store`` (redis, memcache or local; default redis),
     ``redis_url``, ``redis_timeout_ms`` (connect and reply timeout, default
     50) and ``store_retry_after`` (seconds a failed store is passed over,

@@ -1,6 +1,6 @@
 """What every shared store offers, and what the stores share: how a
-tenant's name goes into a key, an entry's JSON, an error's description, a
-flush's items by bucket."""
+tenant's name goes into a key, an entry's JSON, a flush's items by bucket
+(an error's description is :func:`swift_mass.breaker.describe`)."""
 
 from __future__ import annotations
 
@@ -45,10 +45,6 @@ def _stored(value):
 # that of its dict; one encoder, not one per call as
 # json.dumps(sort_keys=True) makes
 encode = json.JSONEncoder(sort_keys=True, default=_stored).encode
-
-
-def describe(err):
-    return '%s: %s' % (type(err).__name__, err)
 
 
 class Store(object):

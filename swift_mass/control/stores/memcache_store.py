@@ -3,8 +3,9 @@
 import math
 import time
 
-from swift_mass.control.stores.base import Store, by_bucket, describe, \
-    quote, stored
+from swift_mass.breaker import describe
+from swift_mass.control.stores.base import Store, by_bucket, quote, \
+    stored
 
 
 class MemcacheStore(Store):

@@ -11,8 +11,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from swift_mass.control.stores.base import Store, by_bucket, describe, \
-    encode, quote, unquote
+from swift_mass.breaker import describe
+from swift_mass.control.stores.base import Store, by_bucket, encode, \
+    quote, unquote
 from swift_mass.lua import read_script
 from swift_mass.redis_client import DEFAULT_REDIS_TIMEOUT_MS, \
     DEFAULT_REDIS_URL, client_from_url, key_prefix, redacted_url

@@ -3,8 +3,8 @@ circuit breaker (:class:`swift_mass.breaker.Breaker`)."""
 
 import time
 
-from swift_mass.breaker import Breaker
-from swift_mass.control.stores.base import Store, describe
+from swift_mass.breaker import Breaker, describe
+from swift_mass.control.stores.base import Store
 
 
 class ResilientStore(Store):

@@ -57,6 +57,7 @@ import cachetools
 import eventlet
 from swift.common.http import is_success
 from swift.common.memcached import load_memcache
+from swift.common.request_helpers import get_sys_meta_prefix
 from swift.common.constraints import check_utf8
 from swift.common.swob import Request, wsgi_to_str
 from swift.common.utils import Timestamp
@@ -91,8 +92,8 @@ _BACKEND_SAFE = (tags.BACKEND_TAG_PREFIX, 'HTTP_X_BACKEND_ETAG_IS_AT',
 # Response headers of objects that are not plain bodies.
 _NOT_PLAIN = ('x-static-large-object', 'x-object-manifest',
               'x-symlink-target', 'x-delete-at')
-_NOT_PLAIN_PREFIXES = ('x-object-sysmeta-slo-', 'x-object-sysmeta-symlink-',
-                       'x-object-sysmeta-dlo-')
+_NOT_PLAIN_PREFIXES = tuple(get_sys_meta_prefix('object') + name
+                            for name in ('slo-', 'symlink-', 'dlo-'))
 # Response headers that belong to one response, not to the object.
 _NOT_STORED = ('content-length', 'content-range', 'transfer-encoding',
                'connection', 'date', 'x-trans-id', 'x-openstack-request-id',
@@ -150,7 +151,11 @@ class Collector(object):
     """The body of a response on its way to the client, kept as it goes;
     ``on_complete(chunks)`` is called at close if all of it was sent (the
     chunks as the app sent them, not joined: see
-    :class:`swift_mass.proxy.methods.bodies.Entry`)."""
+    :class:`swift_mass.proxy.methods.bodies.Entry`).
+
+    Not a ClosingIterator: that one adds a call per chunk and closes at
+    the end of the iteration, which would store the body before the server
+    has finished the client's answer (a chunked one's last chunk)."""
 
     def __init__(self, app_iter, length, on_complete):
         self.app_iter = app_iter
@@ -253,17 +258,6 @@ class CacheMethod(base.Method):
         return cls(app, settings, logger, bodies, generations,
                    devices=lambda: ring_devices(mass_conf.swift_dir),
                    local=local)
-
-    @property
-    def devices(self):
-        """``devices()``: every device of the object rings, each of which
-        needs an object server that bumps generations (the validity
-        check's; a benchmark or test sets its own here)."""
-        return self.validity_check.devices
-
-    @devices.setter
-    def devices(self, devices):
-        self.validity_check.devices = devices
 
     def _count(self, env, result):
         """cache.<result>, labeled with the request's class."""

@@ -102,8 +102,8 @@ class Entries(object):
             if shared:
                 self.generations.failed(err)
             self.count(env, 'backend_errors')
-            self.logger.debug('mass cache: %s %s failed: %s' % (
-                self.bodies.name, name, err))
+            self.logger.debug('mass cache: %s %s failed: %s',
+                              self.bodies.name, name, err)
             return None
 
     def _bodies(self, env):

@@ -29,7 +29,8 @@ import eventlet
 from eventlet.timeout import Timeout
 
 from swift.common.swob import Request, wsgi_quote
-from swift.common.utils import Timestamp, close_if_possible, md5
+from swift.common.utils import ClosingIterator, Timestamp, \
+    close_if_possible, md5
 
 from swift_mass import metrics, tags
 from swift_mass.proxy.methods import base
@@ -99,21 +100,20 @@ class Recorder(object):
         return b''.join(self.chunks) if self.size <= self.limit else None
 
 
-class AfterClose(object):
-    """A response body that calls ``then()`` once it is closed."""
+class AfterClose(ClosingIterator):
+    """A response body that calls ``then()`` once it is closed (which
+    ClosingIterator does once, at the latest when it is iterated to its
+    end)."""
+    __slots__ = ('then',)
 
     def __init__(self, app_iter, then):
-        self.app_iter = app_iter
+        super(AfterClose, self).__init__(app_iter)
         self.then = then
 
-    def __iter__(self):
-        return iter(self.app_iter)
-
     def close(self):
-        then, self.then = self.then, None
-        close_if_possible(self.app_iter)
-        if then is not None:
-            then()
+        if not self.closed:
+            super(AfterClose, self).close()
+            self.then()
 
 
 class MergeMethod(base.Method):
@@ -270,8 +270,8 @@ class MergeMethod(base.Method):
             resp = Request.blank(wsgi_quote(head_env['PATH_INFO']),
                                  environ=head_env).get_response(self.cache.app)
         except Exception as err:
-            self.logger.warning('mass merge: write-through HEAD failed: %s'
-                                % err)
+            self.logger.warning('mass merge: write-through HEAD failed: %s',
+                                err)
             return
         etag = (resp.headers.get('ETag') or '').strip('"')
         if resp.status_int != 200 or \

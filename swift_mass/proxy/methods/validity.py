@@ -31,7 +31,8 @@ class ValidityCheck(object):
         self.generations = generations
         self.count = count
         #: ``devices()``: every device of the object rings, each of which
-        #: needs an object server that bumps generations
+        #: needs an object server that bumps generations (a benchmark or a
+        #: test sets its own here)
         self.devices = devices
 
     def read(self, env, key):
@@ -73,8 +74,8 @@ class ValidityCheck(object):
         try:
             resp = Request(head_env).get_response(self.app)
         except Exception as err:
-            self.logger.warning('mass cache: validation HEAD failed: %s'
-                                % err)
+            self.logger.warning('mass cache: validation HEAD failed: %s',
+                                err)
             return False
         return (resp.status_int == 200 and
                 resp.headers.get('X-Backend-Timestamp') ==

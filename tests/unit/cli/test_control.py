@@ -10,9 +10,9 @@ from swift.common.storage_policy import StoragePolicy, \
     StoragePolicyCollection
 
 from swift_mass.cli import control, main as cli
-from swift_mass.conf import MassConf
 from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.local import LocalStore
+from swift_mass.proxy.conf import MassConf
 
 
 def test_store_logger_serves_swifts_memcache_client():

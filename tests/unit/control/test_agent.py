@@ -8,7 +8,7 @@ from swift_mass.control.stores.resilient import ResilientStore
 from tests.unit.helpers import Clock
 
 SETTINGS = controller.DEFAULT_SETTINGS._replace(
-    rings={'read': 'fast', 'write': 'bulk', 'mixed': ''}, window=60)
+    substores={'read': 'fast', 'write': 'bulk', 'mixed': ''}, window=60)
 
 
 class Logger(object):

@@ -3,7 +3,7 @@ import pytest
 from swift_mass.control import classify, controller, monitor
 
 SETTINGS = controller.DEFAULT_SETTINGS._replace(
-    rings={'read': 'fast', 'write': 'bulk', 'mixed': ''},
+    substores={'read': 'fast', 'write': 'bulk', 'mixed': ''},
     window=60, margin=0.2, holdoff=600)
 # The first verdict on a method SETTINGS gave at 0: in force at every
 # worker within an interval (5 s), then a warm-up of a window (60 s), then

@@ -13,7 +13,7 @@ from swift_mass.control.stores.local import LocalStore
 from tests.unit.control.test_agent import make
 
 SETTINGS = controller.DEFAULT_SETTINGS._replace(
-    rings={'read': 'fast', 'write': 'bulk', 'mixed': ''})
+    substores={'read': 'fast', 'write': 'bulk', 'mixed': ''})
 
 # an entry as the release before PolicyEntry stored it (controller.decide's
 # new policy for a reader, then a window judged)

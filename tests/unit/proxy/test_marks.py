@@ -14,9 +14,9 @@ from swift.proxy.controllers.base import get_cache_key, \
     headers_to_container_info
 
 import swift_mass
-from swift_mass import conf as mass_conf
-from swift_mass.conf import ConfigError
 from swift_mass import tags
+from swift_mass.conf import ConfigError
+from swift_mass.proxy import conf as mass_conf
 from swift_mass.proxy import marks
 from swift_mass.proxy import middleware as proxy
 from tests.unit.helpers import Clock, RecordingApp

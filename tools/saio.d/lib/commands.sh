@@ -44,7 +44,8 @@ set_filter_options() {
     done
     "$PY" - "$check" "$@" <<'EOF' || die "$name: nothing was changed"
 import sys
-from swift_mass.conf import ConfigError, MassConf  # noqa: F401 (in CHECK)
+from swift_mass.conf import ConfigError
+from swift_mass.proxy.conf import MassConf  # noqa: F401 (in CHECK)
 from swift_mass.obj.middleware import MassQueueMiddleware  # noqa: F401
 conf = dict(arg.split('=', 1) for arg in sys.argv[2:])
 try:

@@ -7,11 +7,11 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from swift_mass.conf import MassConf
 from swift_mass.control.stores import store_from_conf
 from swift_mass.control.stores.local import LocalStore
 from swift_mass.control.stores.redis_store import RedisStore
 from swift_mass.control.stores.resilient import ResilientStore
+from swift_mass.proxy.conf import MassConf
 from swift_mass.redis_client import key_prefix
 from tests.unit.control.stores.helpers import B0, B1, DOWN_CLUSTER_URL, \
     DOWN_REDIS_URL, ODD_TENANTS, SENTINEL_URL, Logger

@@ -1,12 +1,12 @@
 """Building the chain of stores from [filter:mass]."""
 from swift.common.memcached import MemcacheRing
 
-from swift_mass.conf import MassConf
 from swift_mass.control.stores import store_from_conf
 from swift_mass.control.stores.local import LocalStore
 from swift_mass.control.stores.memcache_store import MemcacheStore
 from swift_mass.control.stores.redis_store import RedisStore
 from swift_mass.control.stores.resilient import ResilientStore
+from swift_mass.proxy.conf import MassConf
 from tests.unit.control.stores.helpers import Logger
 from tests.unit.helpers import MEMCACHE_SERVER
 

@@ -8,12 +8,12 @@ from swift.common.request_helpers import resolve_etag_is_at_header
 from swift.common.swob import HTTPForbidden, Request, Response
 from swift.common.utils import Timestamp, md5
 
-from swift_mass.conf import MassConf  # noqa: F401 (for the tests)
 from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.redis_store import RedisStore
 from swift_mass.generations import object_key
 from swift_mass.generations.writer import GenerationWriter
 from swift_mass.proxy import middleware as proxy
+from swift_mass.proxy.conf import MassConf  # noqa: F401 (for the tests)
 from swift_mass.proxy.methods import base
 from tests.unit.helpers import REDIS_URL, Logger
 
@@ -203,7 +203,7 @@ def make(prefix, swift=None, conf=None, store_url=REDIS_URL, pin='cache'):
     mass = proxy.MassMiddleware(swift, dict(conf or {}), logger=logger,
                                 store=store)
     cache = mass.methods.cache
-    cache.devices = lambda: {DEVICE}
+    cache.validity_check.devices = lambda: {DEVICE}
     if cache.generations is not None:
         # no heartbeat thread: the object servers' registration and a
         # test's calls keep Redis's clock fresh enough

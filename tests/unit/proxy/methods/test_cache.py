@@ -216,7 +216,7 @@ def test_a_ring_that_cannot_be_read_turns_no_read_into_a_500(prefix):
     def broken():
         raise EOFError('Ran out of input')  # a ring replaced in place
     method = mass.methods.cache
-    method.devices = broken
+    method.validity_check.devices = broken
     method.generations._coverage = (0.0, None, None)  # look again now
     resp = call(mass)
     assert (resp.status_int, resp.body) == (200, BODY)
@@ -287,7 +287,7 @@ def test_without_every_device_bumping_hits_are_validated(prefix):
     swift = Swift()
     mass, _, logger = make(prefix, swift)
     method = mass.methods.cache
-    method.devices = lambda: {DEVICE, '127.0.0.2:6200/sdb2'}
+    method.validity_check.devices = lambda: {DEVICE, '127.0.0.2:6200/sdb2'}
     put(mass, b'one')
     first, second = cached(mass, swift)
     assert second.headers['X-Mass-Cache'] == 'hit'
