@@ -99,6 +99,7 @@ import urllib.parse
 from mass_bench import clients, policy_table, report, resources, rings, \
     summary, workloads
 from mass_bench.ratios import abba
+from swift_mass.conf import SECTION, QueueConf
 from swift_mass.shared_store import shared_store
 
 MODES = ('default', 'static', 'mass')
@@ -108,8 +109,6 @@ PROXY_CONF = '/etc/swift/proxy-server.conf'
 # Any object server's config: tools/saio queue sets the same
 # [filter:mass_queue] options in all of them.
 OBJECT_CONF = '/etc/swift/object-server/1.conf'
-QUEUE_SECTION = 'filter:mass_queue'
-MASS_SECTION = 'filter:mass'
 # a variant's OPTION so named is the proxies' [filter:mass] option NAME
 MASS_OPTION_PREFIX = 'mass.'
 # seconds between the seeding (then sync) and the clients: the write-back
@@ -219,10 +218,10 @@ class Bench(object):
         self.seed_url = seed_url
         self.variants = {v.name: v for v in variants}
         self.queue = ServerOptions(saio, 'queue', section_options(
-            object_conf, QUEUE_SECTION, 'queue',
+            object_conf, QueueConf.section, 'queue',
             {o for v in variants for o in v.options}))
         self.mass_options = ServerOptions(saio, 'mass', section_options(
-            conf, MASS_SECTION, 'mass',
+            conf, SECTION, 'mass',
             {o for v in variants for o in v.mass_options}))
         self.ring_variants = {v.name: v for v in ring_variants}
         self.rings = rings.RingSwitcher(

@@ -217,10 +217,11 @@ def redis_calls():
     """Commands the SAIO's Redis has run since it started (INFO
     commandstats), or None."""
     import redis
+    from swift_mass.conf import SECTION
     from swift_mass.proxy.conf import MassConf
     from swift.common.utils import readconf
     try:
-        url = MassConf(readconf(PROXY_CONF, 'filter:mass')).store.redis_url
+        url = MassConf(readconf(PROXY_CONF, SECTION)).store.redis_url
         stats = redis.Redis.from_url(url, socket_timeout=2).info(
             'commandstats')
     except Exception:

@@ -52,6 +52,7 @@ import subprocess
 import time
 
 from swift_mass import redis_client
+from swift_mass.conf import SECTION
 
 PROC = '/proc'
 PROC_STAT = '/proc/stat'
@@ -67,7 +68,6 @@ GROUP_TITLES = {'load_generator': 'load gen', 'proxy': 'proxies',
                 'object': 'object', 'container': 'container',
                 'account': 'account', 'redis': 'redis',
                 'memcached': 'memcached', 'swift_other': 'other swift'}
-MASS_SECTION = 'filter:mass'
 DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
 
 
@@ -179,7 +179,7 @@ def redis_url_of(conf_path):
         parser.read(conf_path)
     except configparser.Error:
         return DEFAULT_REDIS_URL
-    return parser.get(MASS_SECTION, 'redis_url',
+    return parser.get(SECTION, 'redis_url',
                       fallback='').strip() or DEFAULT_REDIS_URL
 
 
