@@ -30,7 +30,8 @@ from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 from redis.sentinel import SentinelConnectionPool
 
-from swift_mass.redis_client import LazyRedisCluster, Target, \
+from swift_mass.redis_cluster import LazyRedisCluster
+from swift_mass.redis_client import Target, \
     client_from_url, key_prefix, parse_url
 from tests.unit.helpers import REDIS_URL, Clock, Logger
 
