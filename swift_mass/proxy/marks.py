@@ -61,8 +61,8 @@ from cachetools import TTLCache
 from swift.common.request_helpers import get_sys_meta_prefix
 from swift.common.swob import HTTPServiceUnavailable, str_to_wsgi, \
     wsgi_to_str
-from swift.common.utils import close_if_possible, config_true_value, \
-    split_path
+from swift.common.utils import Timestamp, close_if_possible, \
+    config_true_value, split_path
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_account_info, \
     get_container_info
@@ -216,6 +216,26 @@ def staged_path(path):
     return '/'.join(parts + ([obj] if obj else []))
 
 
+def deleted_later(deleted, staged):
+    """Whether a tombstone of the container's object (``deleted``, its
+    ``X-Backend-Timestamp``, or None) is of a later version than the copy
+    the staging container answered (``staged``, a WSGIContext after its
+    call).  The move deletes a version with that version's timestamp and
+    an offset (:func:`swift_mass.cli.migrate.decisions.stamp`), so a
+    tombstone whose timestamp, offset aside, is past the staged copy's is
+    a client's delete, made after the copy."""
+    if not deleted or not staged._get_status_int() // 100 == 2:
+        return False
+    version = staged._response_header_value('x-backend-timestamp') or \
+        staged._response_header_value('x-timestamp')
+    if not version:
+        return False
+    try:
+        return Timestamp(deleted).raw > Timestamp(version).raw
+    except ValueError:
+        return False
+
+
 class StagedRead(WSGIContext):
     """A client's read of an object of a container ``swift-mass migrate``
     is moving: when the container answers 404, the object is read from the
@@ -238,9 +258,23 @@ class StagedRead(WSGIContext):
             start_response(self._response_status, self._response_headers,
                            self._response_exc_info)
             return app_iter
-        close_if_possible(app_iter)  # a short 404 page
+        not_found = (self._response_status, self._response_headers,
+                     b''.join(app_iter))  # a short 404 page
+        close_if_possible(app_iter)
+        deleted = self._response_header_value('x-backend-timestamp')
         original['PATH_INFO'] = staged_path(original['PATH_INFO'])
-        return self.app(original, start_response)
+        staged = WSGIContext(self.app)
+        staged_iter = staged._app_call(original)
+        if deleted_later(deleted, staged):
+            # a client deleted the object after the version staged (a
+            # failed run left the container writable, or the delete went
+            # through a proxy without Mass): the delete stands
+            close_if_possible(staged_iter)
+            start_response(not_found[0], not_found[1])
+            return [not_found[2]]
+        start_response(staged._response_status, staged._response_headers,
+                       staged._response_exc_info)
+        return staged_iter
 
     def _moving(self, env):
         info = get_container_info(env, self.app, swift_source='MASS')

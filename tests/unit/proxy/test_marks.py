@@ -396,9 +396,13 @@ class Moving(object):
     and reads an object with the index a request carries: the staging
     container is in another policy (its name ends the index)."""
 
-    def __init__(self, containers, objects):
+    def __init__(self, containers, objects, tombstones=None,
+                 versions=None):
         self.containers = containers
         self.objects = objects
+        # {path: X-Backend-Timestamp of its 404}, {path: of its 200}
+        self.tombstones = tombstones or {}
+        self.versions = versions or {}
         self.reads = []
 
     def __call__(self, env, start_response):
@@ -420,17 +424,22 @@ class Moving(object):
         asked = env.setdefault('HTTP_X_BACKEND_STORAGE_POLICY_INDEX', policy)
         body = self.objects.get(path) if asked == policy else None
         if body is None:
-            return Response(status=404, body=b'not here')(env,
-                                                          start_response)
-        return Response(body=body)(env, start_response)
+            headers = {'X-Backend-Timestamp': self.tombstones[path]} \
+                if path in self.tombstones else {}
+            return Response(status=404, body=b'not here', headers=headers)(
+                env, start_response)
+        headers = {'X-Backend-Timestamp': self.versions[path]} \
+            if path in self.versions else {}
+        return Response(body=body, headers=headers)(env, start_response)
 
 
 STAGED = '/v1/AUTH_t/%s/o\u00e9' % tags.staging_name('c\u00e9')
 PLAIN = '/v1/AUTH_t/c\u00e9/o\u00e9'
 
 
-def staged_read(containers, objects, method='GET', **environ):
-    app = Moving(containers, objects)
+def staged_read(containers, objects, method='GET', tombstones=None,
+                versions=None, **environ):
+    app = Moving(containers, objects, tombstones, versions)
     filt = proxy.filter_factory({}, control_loop='false',
                                 urgent_recheck_seconds='0')(app)
     req = Request.blank(wsgi_quote(str_to_wsgi(PLAIN)), method=method,
@@ -468,6 +477,27 @@ def test_reads_fall_back_only_while_the_move_is_under_way():
     # found in the container: never asked of the staging container
     resp, app = staged_read(marked_, {PLAIN: b'here'})
     assert (resp.body, app.reads) == (b'here', [PLAIN])
+
+
+@pytest.mark.parametrize('containers', [
+    # a failed run: the container writable, its staging container kept
+    {'c\u00e9': None, tags.staging_name('c\u00e9'): 'target=bulk; since=1'},
+    {'c\u00e9': 'target=bulk; since=1',
+     tags.staging_name('c\u00e9'): 'target=bulk; since=1'}])
+def test_a_client_delete_after_the_staged_copy_stands(containers):
+    version = '1700000000.00000'
+    staged = {STAGED: '1700000000.00000_0000000000000009'}
+    # the move's own delete of that version: the staged copy is read
+    resp, app = staged_read(containers, {STAGED: b'staged'},
+                            tombstones={PLAIN: version + '_000000000000000a'},
+                            versions=staged)
+    assert (resp.status_int, resp.body) == (200, b'staged')
+    # a client's delete, made after it: Swift's 404, never the old body
+    resp, app = staged_read(containers, {STAGED: b'staged'},
+                            tombstones={PLAIN: '1700000001.00000'},
+                            versions=staged)
+    assert (resp.status_int, resp.body) == (404, b'not here')
+    assert app.reads == [PLAIN, STAGED]
 
 
 @pytest.mark.parametrize('method', ['PUT', 'POST', 'DELETE'])
