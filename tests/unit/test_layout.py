@@ -236,3 +236,22 @@ def test_tags_import_nothing_of_the_project():
     known = modules()
     assert sorted(m for m in imported_anywhere(known['swift_mass.tags'])
                   if within(m, ('swift_mass', 'mass_bench'))) == []
+
+
+def test_modules_classes_and_functions_stay_small():
+    # a room a newcomer can read: no module over 600 lines, no class over
+    # 300, no function over 60 (its docstring included)
+    too_big = []
+    for name, path in sorted(modules().items()):
+        with open(path) as f:
+            source = f.read()
+        if source.count('\n') > 600:
+            too_big.append((name, source.count('\n')))
+        for node in ast.walk(ast.parse(source, path)):
+            lines = getattr(node, 'end_lineno', 0) - getattr(
+                node, 'lineno', 0) + 1
+            if isinstance(node, ast.ClassDef) and lines > 300 or \
+                    isinstance(node, (ast.FunctionDef,
+                                      ast.AsyncFunctionDef)) and lines > 60:
+                too_big.append(('%s.%s' % (name, node.name), lines))
+    assert too_big == []
