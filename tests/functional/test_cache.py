@@ -372,6 +372,14 @@ class History(object):
         self.acked = {n: 0 for n in names}
         self.issued = {n: 0 for n in names}
 
+    def issue(self, name, kind):
+        """The next version of ``name``, recorded as a ``kind`` write."""
+        with self.lock:
+            version = self.issued[name] + 1
+            self.issued[name] = version
+            self.ops[name].append((version, kind))
+        return version
+
     def kind(self, name, version):
         return dict(self.ops[name]).get(version)
 
@@ -428,10 +436,7 @@ class Load(object):
 
     def _write(self, name, kind, proxy):
         h = self.history
-        with h.lock:
-            version = h.issued[name] + 1
-            h.issued[name] = version
-            h.ops[name].append((version, kind))
+        version = h.issue(name, kind)
         meta = {'X-Object-Meta-V': str(version)}
         started = time.time()
         if kind == 'PUT':

@@ -117,10 +117,7 @@ class AcknowledgedLoad(Load):
 
     def _write(self, name, kind, proxy):
         h = self.history
-        with h.lock:
-            version = h.issued[name] + 1
-            h.issued[name] = version
-            h.ops[name].append((version, kind))
+        version = h.issue(name, kind)
         headers = {'X-Object-Meta-V': str(version)}
         started = time.time()
         data = body_for(name, version) if kind == 'PUT' else None
