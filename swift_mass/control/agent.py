@@ -91,9 +91,13 @@ class Agent(object):
                  bucket_seconds=5, durable=None, clock=time.time,
                  generations=None,
                  tenant_metrics=metrics.DEFAULT_TENANT_METRICS,
-                 opt_out=frozenset()):
+                 opt_out=frozenset(), substores=None):
         self.store = store
         self.settings = settings
+        #: the measured check of the substores (a
+        #: swift_mass.control.substores.SubstoreCheck), or None: the
+        #: mapping of ``settings`` as configured
+        self.substores = substores
         self.owner = owner
         self.logger = logger
         self.interval = float(interval)
@@ -212,8 +216,10 @@ class Agent(object):
         figures = self.tenant_figures(now)
         pins = self.store.get_pins()
         pins_known = self.store.holds_pins()
+        settings = self.settings if self.substores is None else \
+            self.substores.settings(self.settings, now)
         decisions = leader.Decisions(
-            self.table, figures, pins, pins_known, now, self.settings,
+            self.table, figures, pins, pins_known, now, settings,
             self.opt_out, self.durable, self.logger).make()
         if decisions.updates:
             self._write(decisions.updates, decisions.changed)

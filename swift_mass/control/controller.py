@@ -112,7 +112,10 @@ Settings = collections.namedtuple('Settings', [
     'warmup',      # seconds after a method is in force not judged (>= window)
     'validation_window',  # seconds a verdict is over, in whole windows
     'interval',    # seconds a decision may take to reach every worker
-])
+    # {class: why its substore is (not) used, in words}: the measured check
+    # of swift_mass.control.substores, whose substores are those above
+    'substore_notes',
+], defaults=(None,))
 
 DEFAULT_SETTINGS = Settings(
     thresholds=classify.DEFAULT_THRESHOLDS,
@@ -179,9 +182,10 @@ def new_entry(cls, settings, now, reason):
     the class, not yet judged (``ran_until`` and ``judging``, see the
     module's docstring, are filled in when they have something to
     say)."""
+    note = (settings.substore_notes or {}).get(cls)
     return PolicyEntry(cls, substore=settings.substores.get(cls, ''),
                        method=settings.methods.get(cls, 'none'), since=now,
-                       reason=reason)
+                       reason=reason + ('; ' + note if note else ''))
 
 
 def keeps_when_idle(previous, pin=None):
@@ -310,6 +314,9 @@ def _decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
     if previous is None or previous.pinned or previous.cls != cls:
         return _classified(tenant, previous, cls, figures, now, settings,
                            reference)
+    substore = settings.substores.get(cls, '')
+    if previous.substore != substore:
+        return _rerouted(tenant, previous, substore, settings)
 
     return _validate(tenant, previous, cls, figures, now, settings,
                      reference)
@@ -362,6 +369,18 @@ def _classified(tenant, previous, cls, figures, now, settings, reference):
     was = previous.cls if previous is not None else classify.UNKNOWN
     return entry, ['%s: %s -> %s (%s): substore %r, method %s' % (
         tenant, was, cls, entry.reason, entry.substore, entry.method)]
+
+
+def _rerouted(tenant, previous, substore, settings):
+    """:func:`decide` for an unpinned entry whose class stays while the
+    mapping's substore for it changed (the operator's, or the measured
+    check's): the same entry, method and validation with the new
+    substore, which the tenant's new containers land on."""
+    note = (settings.substore_notes or {}).get(previous.cls)
+    reason = 'substore %r instead of %r%s' % (
+        substore, previous.substore, ': ' + note if note else '')
+    return previous.replace(substore=substore, reason=reason), [
+        '%s: %s' % (tenant, reason)]
 
 
 # -- validation (see the module's docstring) ----------------------------

@@ -48,11 +48,12 @@ import time
 
 from swift.common.utils import lock_path, renamer
 
+# the file's name and path: one place, which the proxies read it by too
+from swift_mass.device_speeds import (  # noqa: F401 (the command's)
+    CLASSES_FILE, VERSION, classes_path)
 from swift_mass.ring_devices import load_policies, object_ring_devs
 
-VERSION = 1
 DEFAULT_THRESHOLDS = (1000.0,)
-CLASSES_FILE = 'mass-devices.json'
 DEFAULT_NAMES = {2: ('slow', 'fast'), 3: ('slow', 'medium', 'fast')}
 FIGURES = ('read_iops', 'write_iops', 'iops', 'probed_at', 'method')
 
@@ -139,10 +140,6 @@ def update(data, measured, thresholds=None, names=None, now=None):
         entry['class'] = classes[key]
     result['devices'] = dict(sorted(devices.items()))
     return result
-
-
-def classes_path(swift_dir, path=None):
-    return path or os.path.join(swift_dir, CLASSES_FILE)
 
 
 def load_classes(path):

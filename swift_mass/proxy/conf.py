@@ -24,7 +24,7 @@ from swift_mass import metrics, redis_client, tags
 from swift_mass.conf import ACTIVE, SECTION, ConfigError, accounts_option, \
     bool_option, choice_option, float_option, int_option, invalid_option, \
     mode_option, redis_url_option, servers_option, substore_option
-from swift_mass.control import classify, controller
+from swift_mass.control import classify, controller, substores
 
 STORES = ('redis', 'memcache', 'local')
 DEFAULT_STORE_RETRY_AFTER = 30
@@ -172,6 +172,12 @@ class MassConf(object):
                                          metrics.DEFAULT_TENANT_METRICS, 0)
         #: the control loop's (swift_mass.control.controller.Settings)
         self.control = _control_settings(conf, section, self.interval)
+        #: 'measured': a class's substore is used only where the classes
+        #: file shows its devices faster than the default policy's
+        #: (swift_mass.control.substores); 'configured': as configured
+        self.substore_routing = choice_option(
+            conf, section, 'substore_routing', 'measured',
+            substores.MODES)
         if self.control.window < 2 * self.bucket_seconds:
             raise ConfigError('[%s] window_seconds = %d is not valid; '
                               'allowed: at least twice bucket_seconds (%d)'

@@ -30,6 +30,7 @@ from swift_mass import metrics, tags
 from swift_mass.control import monitor
 from swift_mass.control.agent import Agent
 from swift_mass.control.stores import store_from_conf
+from swift_mass.control.substores import SubstoreCheck
 from swift_mass.proxy import marks, routing
 from swift_mass.proxy.authorization import Authorization
 from swift_mass.proxy.conf import MassConf
@@ -336,7 +337,9 @@ class MassMiddleware(object):
             bucket_seconds=self.conf.bucket_seconds, durable=self.sysmeta,
             generations=self.methods.cache.generations,
             tenant_metrics=self.conf.tenant_metrics,
-            opt_out=self.conf.opt_out_accounts)
+            opt_out=self.conf.opt_out_accounts,
+            substores=SubstoreCheck(self.conf.swift_dir, self.logger)
+            if self.conf.substore_routing == 'measured' else None)
         self._loop_pid = None
         self.account_marks = marks.AccountMarks(
             app, self.conf.urgent_recheck_seconds, logger=self.logger)

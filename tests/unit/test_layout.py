@@ -199,7 +199,8 @@ def test_every_module_says_where_it_runs():
               'swift_mass.control', 'swift_mass.devices')
     shared = ('swift_mass', 'swift_mass.tags', 'swift_mass.conf',
               'swift_mass.redis_client', 'swift_mass.metrics',
-              'swift_mass.ring_devices', 'swift_mass.shared_store',
+              'swift_mass.ring_devices', 'swift_mass.device_speeds',
+              'swift_mass.shared_store',
               'swift_mass.redis_cluster',
               'swift_mass.lua', 'swift_mass.breaker')
     # the generations: read by the proxies, bumped by the object servers

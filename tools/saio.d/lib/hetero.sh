@@ -21,6 +21,22 @@ profile() {  # the profile set up: plain or hetero
     echo "${p:-plain}"
 }
 
+probe_device_speeds() {  # the classes file the proxies route by (swift-mass devices probe)
+    # As an operator would: the hetero profile's devices measured once set
+    # up, so that Mass uses a substore only where its devices are faster
+    # (substore_routing = measured).  The plain profile's devices share one
+    # image, so it keeps no file, and its substores are used as configured.
+    local file=$SWIFT_DIR/mass-devices.json
+    if [ "$(profile)" != hetero ]; then
+        rm -f "$file"
+        return 0
+    fi
+    say "measuring the devices' speeds into $file (swift-mass devices probe)"
+    rm -f "$file"
+    swift-mass devices probe --seconds 3 --thresholds 600 --names hdd,ssd \
+        || die "swift-mass devices probe failed"
+}
+
 hetero_devices() {  # "node device class size", one device a line
     local n
     for n in "${NODES[@]}"; do

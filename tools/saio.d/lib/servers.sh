@@ -394,5 +394,6 @@ do_up() {
     do_install
     IN_UP=1 do_setup "$@"
     do_start  # restarts the servers if setup changed their configuration
+    probe_device_speeds
     say "up done in $((SECONDS - t0))s"
 }
