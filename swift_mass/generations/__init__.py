@@ -54,6 +54,13 @@ when it changes.  The ways Redis misbehaves, and what each does here:
   that ran (``alive``, renewed by every worker's heartbeat every
   ``gap / 4`` seconds): after a gap over ``gap`` seconds, in which no
   write could be recorded, the epoch is replaced first.
+* **a Sentinel failover or split brain**: a proxy pool that found the old
+  master may read it for up to a check period after a writer's bump
+  failed there (no master a majority names, the master going away).  So,
+  through Sentinel, a write whose bump failed or was skipped is answered
+  only once the epoch is replaced or ``SENTINEL_HOLD`` seconds passed
+  since it tried, whichever is first; by then every such pool has asked
+  the sentinels again (:mod:`swift_mass.redis_client`).
 
 What is left: a storage node cut off from Redis while the proxies still
 reach it, and a refusal shorter than ``gap`` that a reader sat out idle

@@ -20,6 +20,7 @@ from swift.common.utils import Timestamp
 from swift_mass import metrics
 from swift_mass.generations.core import Generations, decoded, new_token
 from swift_mass.lua import read_script
+from swift_mass.redis_client import SENTINEL_HOLD, parse_url
 
 DEFAULT_REPAIR_INTERVAL = 0.02
 
@@ -39,6 +40,12 @@ class GenerationWriter(Generations):
                  repair_interval=DEFAULT_REPAIR_INTERVAL, **kwargs):
         super(GenerationWriter, self).__init__(url, logger, **kwargs)
         self.repair_interval = float(repair_interval)
+        # Through Sentinel, a bump that failed (no master a majority
+        # names, a master going away) may leave a proxy reading the old
+        # master for up to a check period: a write not recorded is
+        # answered only once the epoch is replaced or that time passed.
+        self.unrecorded_hold = SENTINEL_HOLD \
+            if parse_url(url).kind == 'sentinel' else 0.0
         self._bump = self.bump_client.register_script(self._BUMP)
         # a bump failed: the epoch must change before the next bump
         self.dirty = False
@@ -95,12 +102,16 @@ class GenerationWriter(Generations):
         """Give each object a new generation, recording the write's
         ``timestamp`` (its X-Timestamp) if given; whether Redis took it
         within ``bump_wait``.  A failure makes this worker dirty: it skips
-        bumps, and replaces the epoch as soon as Redis answers."""
+        bumps, and replaces the epoch as soon as Redis answers.  A write
+        not recorded (failed or skipped) returns once the epoch is
+        replaced or ``unrecorded_hold`` seconds passed, whichever is
+        first (see :meth:`_hold_unrecorded`)."""
         if self.dirty:
             self.skipped += 1
             metrics.increment(
                 self.logger, 'generations.bump_skipped', 'generations',
                 {'event': 'bump_skipped'})
+            self._hold_unrecorded(self.clock())
             return False
         written = ''
         if timestamp:
@@ -109,7 +120,8 @@ class GenerationWriter(Generations):
             except ValueError:
                 pass
         keys = list(keys)
-        deadline = self.clock() + self.bump_wait
+        began = self.clock()
+        deadline = began + self.bump_wait
         error = None
         while True:
             try:
@@ -133,7 +145,19 @@ class GenerationWriter(Generations):
         if not self._repairing:
             self._repairing = True
             self.spawn(self._repair)
+        self._hold_unrecorded(began)
         return False
+
+    def _hold_unrecorded(self, since):
+        """Wait, from ``since`` (this write's first attempt), until the
+        epoch is replaced (every body cached before is then invalid, on
+        whatever master the proxies read) or ``unrecorded_hold`` seconds
+        passed: by then every proxy pool that found the old master before
+        this write has asked the sentinels again
+        (:mod:`swift_mass.redis_client`, "Split brain on Sentinel")."""
+        deadline = since + self.unrecorded_hold
+        while self.dirty and self.clock() < deadline:
+            self.sleep(self.repair_interval)
 
     def _repair(self):
         """Replace the epoch once Redis answers again."""

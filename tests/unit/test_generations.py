@@ -33,11 +33,12 @@ from swift_mass.generations.publisher import BumpedSetPublisher
 from swift_mass.generations.reader import GenerationReader
 from swift_mass.generations.writer import GenerationWriter
 from swift_mass.proxy.methods.bodies import Entry, RedisBodies
-from swift_mass.redis_client import key_prefix
+from swift_mass.redis_client import SENTINEL_HOLD, key_prefix
 from tests.unit.helpers import REDIS_URL, Clock, Logger
 
 DOWN_REDIS_URL = 'redis://127.0.0.1:1/0'  # connection refused
 DOWN_CLUSTER_URL = 'redis+cluster://127.0.0.1:1,127.0.0.1:2'
+DOWN_SENTINEL_URL = 'redis+sentinel://127.0.0.1:1/mass'
 # constructed, never asked
 SENTINEL_URL = 'redis+sentinel://127.0.0.1:26390/mass'
 
@@ -251,6 +252,35 @@ def test_a_failed_bump_waits_at_most_bump_wait_and_is_repaired():
     warnings = [line for level, line in writer.logger.lines
                 if level == 'warning']
     assert len(warnings) == 1
+
+
+def test_through_sentinel_a_write_not_recorded_waits_out_the_old_master():
+    # a proxy pool that found the old master before this write may read
+    # it for a check period more: the write is answered after that
+    clock = Clock()
+    repairs = []
+    writer = GenerationWriter(DOWN_SENTINEL_URL, Logger(), bump_wait=0.05,
+                              clock=clock, sleep=clock.sleep,
+                              spawn=repairs.append)
+    started = clock.now
+    assert writer.bump(['k']) is False
+    assert SENTINEL_HOLD <= clock.now - started <= SENTINEL_HOLD + 0.1
+    assert writer.dirty and repairs == [writer._repair]
+    # a write skipped while dirty is not recorded either
+    skipped = clock.now
+    assert writer.bump(['k']) is False
+    assert SENTINEL_HOLD <= clock.now - skipped <= SENTINEL_HOLD + 0.1
+
+    # once the repair replaced the epoch, no body cached before is served
+    # from any master: the write is answered then
+    def repaired_in_half_a_second(seconds):
+        clock.sleep(seconds)
+        if clock.now - skipped >= 0.5:
+            writer.dirty = False
+    writer.sleep = repaired_in_half_a_second
+    skipped = clock.now
+    assert writer.bump(['k']) is False
+    assert 0.5 <= clock.now - skipped < 0.6
 
 
 def test_a_repair_replaces_the_epoch_once_redis_answers(reader, writer):
