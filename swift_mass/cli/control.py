@@ -38,6 +38,8 @@ import json
 import sys
 import time
 
+from swift.common.swob import str_to_wsgi, wsgi_to_str
+
 from swift_mass.cli import output
 from swift_mass.shared_store import shared_store
 from swift_mass.conf import ConfigError, substore_option
@@ -172,7 +174,8 @@ def tenants(args, conf, store, settings):
     rows = []
     for tenant in set(table) | set(figures):
         entry = table.get(tenant)
-        row = {'tenant': tenant, 'class': classify.UNKNOWN, 'ring': None,
+        row = {'tenant': tenant_name(tenant), 'class': classify.UNKNOWN,
+               'ring': None,
                'method': None, 'pinned': False, 'since': None,
                'reason': None}
         if entry is not None:
@@ -191,6 +194,22 @@ class UnknownTenant(Exception):
     pass
 
 
+def tenant_key(name):
+    """The tenant an operator typed, as the proxies key it: the account
+    of the request path as a WSGI string (UTF-8 bytes as Latin-1), so that
+    a non-ASCII account's pin, explain and unpin reach its entries."""
+    return str_to_wsgi(name)
+
+
+def tenant_name(key):
+    """A tenant as the proxies key it, shown as the account's name."""
+    try:
+        return wsgi_to_str(key)
+    except UnicodeError:
+        # not the UTF-8 of anything: shown as stored
+        return key
+
+
 def explain(args, conf, store, settings):
     _, table = policy_table(store)
     f = figures_now(store, settings, conf).get(args.tenant)
@@ -201,14 +220,14 @@ def explain(args, conf, store, settings):
         raise UnknownTenant(
             '%s: no such tenant in the store: not in the policy table, not '
             'pinned, no requests in the last %gs'
-            % (args.tenant, settings.window))
+            % (tenant_name(args.tenant), settings.window))
     t = settings.thresholds
     previous = entry.cls if entry is not None and not entry.pinned \
         else classify.UNKNOWN
     now = classify.classify(f.reads, f.writes, previous, t) if f \
         else previous
     return {
-        'tenant': args.tenant,
+        'tenant': tenant_name(args.tenant),
         # as stored (the substore under 'ring'), as scripts parse it
         'policy': None if entry is None else entry.to_dict(),
         'pin': pin,
@@ -228,12 +247,12 @@ def pin(args, conf, store, settings):
     if args.method is not None:
         pin['method'] = args.method
     store.set_pin(args.tenant, pin)
-    return {'tenant': args.tenant, 'pin': pin}
+    return {'tenant': tenant_name(args.tenant), 'pin': pin}
 
 
 def unpin(args, conf, store, settings):
     store.delete_pin(args.tenant)
-    return {'tenant': args.tenant, 'pin': None}
+    return {'tenant': tenant_name(args.tenant), 'pin': None}
 
 
 def _cell(value):
@@ -322,10 +341,10 @@ def add_parsers(subparsers):
     p = command('explain', explain,
                 help='the numbers behind a tenant\'s decision (exit 1 '
                 'when the store knows nothing of it)')
-    p.add_argument('tenant')
+    p.add_argument('tenant', type=tenant_key)
     p = command('pin', pin, help='hold a tenant in a class (and substore, '
                 'method) whatever the controller decides')
-    p.add_argument('tenant')
+    p.add_argument('tenant', type=tenant_key)
     p.add_argument('--class', dest='cls', required=True,
                    choices=classify.CLASSES)
     p.add_argument('--substore',
@@ -334,4 +353,4 @@ def add_parsers(subparsers):
                    help='deprecated: the old name of --substore')
     p.add_argument('--method', choices=controller.METHODS)
     p = command('unpin', unpin, help='give a tenant back to the controller')
-    p.add_argument('tenant')
+    p.add_argument('tenant', type=tenant_key)

@@ -17,6 +17,7 @@ import time
 import pytest
 from swift.common import storage_policy
 from swift.common.memcached import MemcacheRing
+from swift.common.swob import Request
 from swift.common.storage_policy import StoragePolicy, \
     StoragePolicyCollection
 
@@ -24,6 +25,7 @@ from swift_mass.cli import control, main as cli
 from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.local import LocalStore
 from swift_mass.proxy.conf import MassConf
+from swift_mass.proxy.tenant import tenant_of
 
 
 def test_store_logger_serves_swifts_memcache_client():
@@ -277,3 +279,23 @@ def test_explain_a_tenant_the_store_does_not_know_exits_1(three, capsys):
         status, out, _ = run(capsys, 'explain', tenant, '--json')
         assert status == 0
         assert json.loads(out)['tenant'] == tenant
+
+
+def test_a_non_ascii_account_is_pinned_as_the_proxies_key_it(store, capsys):
+    # the proxies key a tenant by the account of PATH_INFO, a WSGI string
+    path = Request.blank('/v1/AUTH_t%C3%ABst/c/o').environ['PATH_INFO']
+    key = tenant_of(path)
+    assert key != u'AUTH_t\u00ebst'
+    status, out, _ = run(capsys, '--json', 'pin', u'AUTH_t\u00ebst',
+                         '--class', 'read')
+    assert status == 0
+    assert json.loads(out)['tenant'] == u'AUTH_t\u00ebst'
+    assert store.get_pins() == {key: {'class': 'read'}}
+    store.put_table({key: PolicyEntry('read', substore='', method='cache',
+                                      since=time.time())})
+    status, out, _ = run(capsys, '--json', 'explain', u'AUTH_t\u00ebst')
+    assert status == 0 and json.loads(out)['pin'] == {'class': 'read'}
+    status, out, _ = run(capsys, '--json', 'tenants')
+    assert [row['tenant'] for row in json.loads(out)] == [u'AUTH_t\u00ebst']
+    status, _, _ = run(capsys, 'unpin', u'AUTH_t\u00ebst')
+    assert status == 0 and store.get_pins() == {}
