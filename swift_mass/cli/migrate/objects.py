@@ -47,21 +47,28 @@ class ObjectMover(object):
         an error: a proxy that does not keep the move's X-Timestamp."""
         try:
             raw = self.account.head_object(source, name)
+            kind = kind_of(raw)
+            plain = self.account.head_object(source, name, None) \
+                if kind == 'slo' else None
         except ClientException as err:
             if http_status(err) == 404:
                 return GONE, None
             raise
         version = raw['x-timestamp']
-        kind = kind_of(raw)
-        plain = self.account.head_object(source, name, None) \
-            if kind == 'slo' else None
         path = urllib.parse.quote('/%s/%s' % (source, name))
         self.account.lock.check()
-        self.account.conn.put_object(
-            dest, name, b'', content_length=0,
-            headers={'X-Copy-From': path,
-                     'X-Timestamp': stamp(version, self.base, role)},
-            query_string=copy_query(kind))
+        try:
+            self.account.conn.put_object(
+                dest, name, b'', content_length=0,
+                headers={'X-Copy-From': path,
+                         'X-Timestamp': stamp(version, self.base, role)},
+                query_string=copy_query(kind))
+        except ClientException as err:
+            # a client deleted the source since the HEAD (a 404 of the
+            # destination is the move's error, raised as it is)
+            if http_status(err) == 404 and self._source_gone(source, name):
+                return GONE, None
+            raise
         # whatever the PUT was answered (a retried one is 202), the copy
         # is what the object servers keep now
         outcome = self._check_copy(source, dest, name, version, kind,
@@ -73,6 +80,15 @@ class ObjectMover(object):
                 'back since swift-mass migrate dates its copies), or a '
                 'client wrote to %s: the move stops' % (dest, name, dest))
         return outcome, version
+
+    def _source_gone(self, source, name):
+        try:
+            self.account.head_object(source, name)
+        except ClientException as err:
+            if http_status(err) == 404:
+                return True
+            raise
+        return False
 
     def _check_copy(self, source, dest, name, version, kind, found):
         try:

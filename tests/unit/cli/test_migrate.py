@@ -836,6 +836,23 @@ def test_client_writes_after_the_copy_hold():
                      replaced={'obj002': b'newer', 'fresh': b'new'})
 
 
+def test_an_object_deleted_between_its_head_and_its_copy_is_gone():
+    """A client deletes an object (through a proxy without Mass) after the
+    move read it and before its copy: the copy finds no source, the object
+    stays deleted, and the run goes on instead of stopping on a 404."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    client = without_mass(swift)
+
+    def delete_first(method, container, name):
+        if method == 'PUT' and container != 'c' and name == 'obj001':
+            client.delete_object('c', 'obj001')
+    m = hooked_migrator(swift, before=once_each(delete_first))
+    assert m.run('c')['status'] == 'moved'
+    assert_moved_but(swift, before, gone=['obj001'])
+
+
 def test_client_writes_after_the_empty_phase_listed_hold():
     """The container is listed, then a client replaces one object and
     deletes another before the move deletes them: its DELETE, dated by the
