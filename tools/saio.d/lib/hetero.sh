@@ -32,6 +32,7 @@ probe_device_speeds() {  # the classes file the proxies route by (swift-mass dev
         return 0
     fi
     say "measuring the devices' speeds into $file (swift-mass devices probe)"
+    # probed again at every up: the HDD model's budget may have changed
     rm -f "$file"
     swift-mass devices probe --seconds 3 --thresholds 600 --names hdd,ssd \
         || die "swift-mass devices probe failed"

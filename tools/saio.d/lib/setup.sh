@@ -160,6 +160,8 @@ build_rings() {
     (
         cd "$SWIFT_DIR"
         rm -f ./*.builder ./*.ring.gz backups/*.builder backups/*.ring.gz
+        # the devices' probed speeds were of the rings' devices before
+        rm -f ./mass-devices.json
         local name power replicas hours devs dev rc
         while read -r name power replicas hours devs; do
             swift-ring-builder "$name" create "$power" "$replicas" "$hours" >/dev/null
