@@ -13,6 +13,7 @@
 memcached a FakeMemcached, both answering at the addresses the tests
 name, and a test that still reaches the machine's Redis or memcached
 fails, as does a test that skips."""
+import os
 import sys
 import urllib.parse
 import uuid
@@ -24,6 +25,7 @@ from fakeredis._commands import command
 from fakeredis._socket import FakeSocket
 from swift.common import memcached
 
+from swift_mass.control import substores
 from tests.unit.helpers import MEMCACHE_SERVER, REDIS_URL, FakeMemcached
 
 # Redis's and memcached's ports, on any host: no unit test may use them.
@@ -81,6 +83,17 @@ def fake_memcached():
         patch.setattr(memcached.MemcacheConnPool, '__init__', init)
         yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_machine_device_speeds(monkeypatch):
+    """No unit test reads the machine's classes file
+    (``/etc/swift/mass-devices.json``, which a hetero SAIO probes): a
+    proxy's leader built with the default ``swift_dir`` finds none, and
+    routes as configured.  Tests of measured routing name their file."""
+    def no_file(swift_dir, path=None):
+        return path or os.path.join(swift_dir, 'not-read-by-unit-tests')
+    monkeypatch.setattr(substores, 'classes_path', no_file)
 
 
 @pytest.fixture(autouse=True)

@@ -148,15 +148,15 @@ def test_the_leaders_check_reads_the_rings_and_the_file(
         tmp_path, monkeypatch):
     swift_dir = str(tmp_path)
     logger = Logger()
+    path = os.path.join(swift_dir, 'mass-devices.json')
     check = SubstoreCheck(swift_dir, logger,
                           policies=write_rings(swift_dir, monkeypatch),
-                          read_devs=ring_file_devs)
+                          read_devs=ring_file_devs, path=path)
     base = controller.DEFAULT_SETTINGS._replace(substores=CONFIGURED)
     # no classes file yet: as configured
     settings = check.settings(base, 1000)
     assert settings.substores == CONFIGURED
-    save_classes(os.path.join(swift_dir, 'mass-devices.json'),
-                 {d: dict(s._asdict()) for d, s in SPEEDS.items()})
+    save_classes(path, {d: dict(s._asdict()) for d, s in SPEEDS.items()})
     # read again only once CHECK_SECONDS have passed
     assert check.settings(base, 1000 + substores.CHECK_SECONDS - 1) is \
         settings

@@ -25,6 +25,7 @@ from swift_mass.conf import ConfigError
 from swift_mass.proxy import middleware as proxy
 from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.local import LocalStore
+from swift_mass.control.substores import SubstoreCheck
 
 
 @pytest.fixture(autouse=True)
@@ -384,3 +385,11 @@ def test_a_first_refresh_that_fails_leaves_the_request_untouched():
     mass = proxy.MassMiddleware(backend, {}, store=Down())
     assert call(mass, method='PUT', path='/v1/AUTH_t/new').status_int == 201
     assert 'X-Backend-Mass-Class' not in backend.requests[-1][2]
+
+
+def test_the_leader_checks_the_substores_unless_told_to_trust_them():
+    mass, _ = make()
+    assert isinstance(mass.agent.substores, SubstoreCheck)
+    assert mass.agent.substores.swift_dir == mass.conf.swift_dir
+    mass, _ = make({'substore_routing': 'configured'})
+    assert mass.agent.substores is None
