@@ -235,12 +235,18 @@ def test_readers_fail_with_writers_while_redis_refuses_writes(prefix, error):
     assert reader.read('k', 't')[0] not in (None, validity)
 
 
-def test_a_failed_bump_waits_at_most_bump_wait_and_is_repaired():
+def unreachable_writer(url):
+    """(a writer of ``url``, which does not answer, on a clock of its
+    own; the repairs it spawned)."""
     clock = Clock()
     repairs = []
-    writer = GenerationWriter(DOWN_REDIS_URL, Logger(), bump_wait=0.05,
-                              clock=clock, sleep=clock.sleep,
-                              spawn=repairs.append)
+    return GenerationWriter(url, Logger(), bump_wait=0.05, clock=clock,
+                            sleep=clock.sleep, spawn=repairs.append), repairs
+
+
+def test_a_failed_bump_waits_at_most_bump_wait_and_is_repaired():
+    writer, repairs = unreachable_writer(DOWN_REDIS_URL)
+    clock = writer.clock
     started = clock.now
     assert writer.bump(['k']) is False
     assert clock.now - started <= 0.05
@@ -257,11 +263,8 @@ def test_a_failed_bump_waits_at_most_bump_wait_and_is_repaired():
 def test_through_sentinel_a_write_not_recorded_waits_out_the_old_master():
     # a proxy pool that found the old master before this write may read
     # it for a check period more: the write is answered after that
-    clock = Clock()
-    repairs = []
-    writer = GenerationWriter(DOWN_SENTINEL_URL, Logger(), bump_wait=0.05,
-                              clock=clock, sleep=clock.sleep,
-                              spawn=repairs.append)
+    writer, repairs = unreachable_writer(DOWN_SENTINEL_URL)
+    clock = writer.clock
     started = clock.now
     assert writer.bump(['k']) is False
     assert SENTINEL_HOLD <= clock.now - started <= SENTINEL_HOLD + 0.1
