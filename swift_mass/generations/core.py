@@ -75,7 +75,9 @@ class Generations(object):
     :param ttl: seconds a generation lives without a bump.
     :param timeout: seconds a reader waits to connect and for a reply.
     :param bump_wait: seconds a writer waits for Redis, all attempts
-        together, and a heartbeat for its reply.
+        together.  A heartbeat, off every request's path, waits up to its
+        interval (``gap / 4``) for its reply: on a busy host a reply read
+        late is not a Redis down.
     :param gap: seconds with no script run after which the epoch is
         replaced; the heartbeat runs four times in that.
     :param retry_after: seconds Redis is skipped after a failure.
@@ -114,7 +116,14 @@ class Generations(object):
         # a writer waits for Redis at most bump_wait, all attempts
         # together
         self.bump_client = self._client(url, max(0.001, self.bump_wait))
-        self._heartbeat = self.bump_client.register_script(self._HEARTBEAT)
+        # A heartbeat's registration lives from the Redis TIME its script
+        # runs at, and this process trusts it only from before the call:
+        # a slow reply costs no safety, and a busy hub (a proxy whose CPU
+        # is saturated) answered late no longer lapses registrations.
+        self.heartbeat_client = self._client(
+            url, max(0.001, self.bump_wait, self.heartbeat_interval))
+        self._heartbeat = self.heartbeat_client.register_script(
+            self._HEARTBEAT)
         self.breaker = Breaker(retry_after, clock, on_open=self._opened,
                                on_close=self._closed)
         self._beating_pid = None

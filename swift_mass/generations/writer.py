@@ -83,12 +83,12 @@ class GenerationWriter(Generations):
     def load_bumped(self):
         """Reload the bumped set if its version changed; whether this
         process knows the current one."""
-        version = decoded(self.bump_client.get(self.bumps_version_key))
+        version = decoded(self.heartbeat_client.get(self.bumps_version_key))
         version = int(version or 0)
         if version == self.bumped_version:
             return True
         # MULTI: the set and the version it belongs to, read together
-        pipe = self.bump_client.pipeline(transaction=True)
+        pipe = self.heartbeat_client.pipeline(transaction=True)
         pipe.get(self.bumps_version_key)
         pipe.hkeys(self.bumps_key)
         version, tenants = pipe.execute()

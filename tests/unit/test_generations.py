@@ -260,6 +260,18 @@ def test_a_failed_bump_waits_at_most_bump_wait_and_is_repaired():
     assert len(warnings) == 1
 
 
+def test_a_heartbeat_waits_its_interval_a_bump_only_bump_wait():
+    # on a host whose CPU is saturated a reply may be read 40 ms late; a
+    # heartbeat is on no request's path, and its registration is trusted
+    # from before the call, so it waits its interval before failing
+    writer = GenerationWriter(REDIS_URL, Logger(), bump_wait=0.04, gap=2)
+
+    def timeout(client):
+        return client.connection_pool.connection_kwargs['socket_timeout']
+    assert timeout(writer.bump_client) == 0.04
+    assert timeout(writer.heartbeat_client) == 0.5
+
+
 def test_through_sentinel_a_write_not_recorded_waits_out_the_old_master():
     # a proxy pool that found the old master before this write may read
     # it for a check period more: the write is answered after that
