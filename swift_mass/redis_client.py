@@ -148,8 +148,13 @@ URL_FORMS = ('a redis://, rediss://, unix://, '
              'or redis+cluster://HOST[:PORT][,HOST[:PORT]...] URL')
 
 DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0'
-#: a client's connect and reply timeout (``redis_timeout_ms``)
-DEFAULT_REDIS_TIMEOUT_MS = 50
+#: the shared store's connect and reply timeout (``redis_timeout_ms``).
+#: Only the control loop calls the store, beside the requests, so a slow
+#: reply delays no client; at 50 ms, proxies whose CPU was saturated read
+#: replies late and passed the store over to memcache and back every few
+#: seconds (48 times in 20 minutes of the hetero comparison), deciding
+#: from its stale table meanwhile.
+DEFAULT_REDIS_TIMEOUT_MS = 500
 
 #: seconds a pool of a Sentinel URL uses the master it found before it asks
 #: the sentinels again (less the pool's socket timeout)

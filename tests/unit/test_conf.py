@@ -183,7 +183,7 @@ def test_defaults():
             mass.control.interval) == (0.15, 60, 60, 600, 5.0)
     assert vars(mass.store) == {
         'kind': 'redis', 'redis_url': 'redis://127.0.0.1:6379/0',
-        'redis_timeout_ms': 50, 'retry_after': 30}
+        'redis_timeout_ms': 500, 'retry_after': 30}
     assert vars(mass.cache) == {
         'backend': 'redis', 'memcache_servers': [],
         'max_object_size': 1048576, 'budget': 67108864,

@@ -68,7 +68,7 @@ def store_from_conf(mass_conf, logger, memcache=None):
     ``mass_conf``: a :class:`swift_mass.proxy.conf.MassConf`, whose ``store``
     holds the options ``store`` (redis, memcache or local; default redis),
     ``redis_url``, ``redis_timeout_ms`` (connect and reply timeout, default
-    50) and ``store_retry_after`` (seconds a failed store is passed over,
+    500) and ``store_retry_after`` (seconds a failed store is passed over,
     default 30).  ``memcache`` is Swift's MemcacheRing if there is one.
     """
     conf = mass_conf.store

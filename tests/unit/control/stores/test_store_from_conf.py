@@ -29,7 +29,7 @@ def test_default_chain():
     assert store.primary.url == 'redis://127.0.0.1:6379/0'
     kwargs = store.primary.client.connection_pool.connection_kwargs
     assert kwargs['socket_timeout'] == kwargs['socket_connect_timeout'] \
-        == 0.05
+        == 0.5
     assert isinstance(store.fallback, LocalStore)
     assert store.retry_after == 30
 
