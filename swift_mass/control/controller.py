@@ -344,9 +344,12 @@ def _pinned(tenant, previous, pin, now, settings):
         return previous, []
     # a pin does not judge methods, so it keeps the hold-offs it found:
     # once unpinned, a method validation deleted stays held off
+    note = None if 'ring' in pin else \
+        (settings.substore_notes or {}).get(cls)
     entry = PolicyEntry(cls, substore=substore, method=method, since=now,
                         validated=True, holdoff=_held_off(previous, now),
-                        pinned=True, reason='pinned by operator',
+                        pinned=True, reason='pinned by operator' + (
+                            '; ' + note if note else ''),
                         ran_until=_ran_until(previous, method, now,
                                              settings))
     return entry, ['%s: pinned to %s (substore %r, method %s)' % (

@@ -25,6 +25,7 @@ import mmap
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -565,6 +566,49 @@ def test_probe_classes_the_throttled_devices_apart(probed):
     assert kept['classes'] == ['hdd', 'ssd']
     assert {k: v['class'] for k, v in kept['devices'].items()} == {
         k: d['class'] for k, d in found.items()}
+
+
+def test_a_class_is_routed_only_to_a_substore_measured_faster(probed):
+    """With the devices' probed speeds beside the rings, the proxies'
+    leader (substore_routing = measured) keeps ``fast`` (SSD-class) for
+    readers and leaves ``bulk`` (all HDD-class) unused for writers: their
+    new containers land on ``standard``, whose ring also holds the SSDs,
+    and ``swift-mass explain`` says why."""
+    path, _ = probed
+    classes_file = os.path.join(SWIFT_DIR, 'mass-devices.json')
+    shutil.copy(path, classes_file)
+    admin = Tenant('admin:admin', 'admin')
+    account = 'AUTH_massmeasured%s' % uuid.uuid4().hex[:8]
+    url = '%s/%s' % (admin.url.rsplit('/', 1)[0], account)
+    created = []
+
+    def new_container_policy():
+        container = 'measured-%s' % uuid.uuid4().hex[:8]
+        headers = {'X-Auth-Token': admin.token}
+        resp = requests.put('%s/%s' % (url, container), headers=headers,
+                            timeout=20)
+        assert resp.status_code in (201, 202), resp.status_code
+        created.append(container)
+        return requests.head('%s/%s' % (url, container), headers=headers,
+                             timeout=20).headers['X-Storage-Policy']
+    try:
+        for cls, lands_on, why in (
+                ('write', 'standard', "substore 'bulk' not used"),
+                ('read', 'fast', "substore 'fast': measured faster")):
+            proc = swift_mass('pin', account, '--class', cls)
+            assert proc.returncode == 0, proc.stderr
+            # the leader reads the file again within a minute, and every
+            # worker the table within a second
+            until(lambda: new_container_policy() == lands_on, 90,
+                  '%s: new containers on %s' % (cls, lands_on), 2)
+            explained = json.loads(swift_mass('explain', account).stdout)
+            assert why in explained['policy']['reason'], explained
+    finally:
+        swift_mass('unpin', account)
+        os.remove(classes_file)
+        for container in created:
+            requests.delete('%s/%s' % (url, container), timeout=20,
+                            headers={'X-Auth-Token': admin.token})
 
 
 def test_substore_builder_refuses_a_ring_on_one_server(probed):

@@ -202,3 +202,18 @@ def test_an_entry_follows_a_substore_the_check_changed():
 def _figures(puts):
     return monitor.figures([monitor.request_counts('PUT', 201, 0, 0, 0.01)
                             for _ in range(puts)])
+
+
+def test_a_pin_without_a_substore_takes_the_checked_one_and_says_why():
+    settings = controller.DEFAULT_SETTINGS._replace(
+        substores={'read': 'fast', 'write': '', 'mixed': ''},
+        substore_notes={'write': "substore 'bulk' not used: slower"})
+    entry, _ = controller.decide('t', None, _figures(puts=0), 0, settings,
+                                 pin={'class': 'write'})
+    assert (entry.substore, entry.pinned) == ('', True)
+    assert entry.reason == "pinned by operator; substore 'bulk' not " \
+        "used: slower"
+    # a pin that names its substore is used as pinned
+    entry, _ = controller.decide('t', None, _figures(puts=0), 0, settings,
+                                 pin={'class': 'write', 'ring': 'bulk'})
+    assert (entry.substore, entry.reason) == ('bulk', 'pinned by operator')
