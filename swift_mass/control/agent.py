@@ -223,12 +223,8 @@ class Agent(object):
             self.opt_out, self.durable, self.logger).make()
         if decisions.updates:
             self._write(decisions.updates, decisions.changed)
-        if self.publisher is not None and self.store.holds_pins():
-            # At every tick, not only on a change: Redis may have lost it.
-            # Only from the table of the store that keeps the pins: a
-            # fallback's is older, and a tenant it lacks would leave the
-            # set, every hit of its validated against the object servers
-            # until it came back through the barrier.
+        if self.publisher is not None:
+            # at every tick, not only on a change: Redis may have lost it
             self.publisher.publish(bumped_tenants(self.table))
 
     def _write(self, updates, changed):

@@ -303,36 +303,6 @@ def test_the_leader_publishes_the_tenants_to_bump_at_every_tick():
     assert 'AUTH_c' not in bumped()
 
 
-def test_a_leader_on_the_fallback_store_publishes_no_bumped_set():
-    # the fallback's table is older: a cached tenant it lacks would leave
-    # the set until the primary answers again
-    import uuid
-    from swift_mass.generations.core import Generations
-    from tests.unit.helpers import REDIS_URL
-    generations = Generations(REDIS_URL, Logger(),
-                              prefix='t:%s:' % uuid.uuid4().hex)
-    clock = Clock()
-    primary = LocalStore(clock=clock)
-    store = ResilientStore(primary, LocalStore(clock=clock), Logger(),
-                           retry_after=30, clock=clock)
-    agent, _, _ = make(store, clock, generations=generations)
-
-    def bumped():
-        return {t.decode() for t in generations.client.hkeys(
-            generations.bumps_key)}
-    store.set_pin('AUTH_c', {'class': 'read', 'method': 'cache'})
-    agent.tick()
-    assert bumped() == {'AUTH_c'}
-    # the primary times out from the tick's first call on
-    primary.acquire_lease = lambda *args: 1 / 0
-    clock.now += 5
-    agent.tick()
-    assert store.in_use() == 'local' and agent.is_leader
-    assert 'AUTH_c' not in agent.table
-    # the fallback's table has no AUTH_c: the set stays as published
-    assert bumped() == {'AUTH_c'}
-
-
 class Recording(LocalStore):
     """A LocalStore that records the calls the control loop makes."""
 
