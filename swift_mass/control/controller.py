@@ -182,10 +182,16 @@ def new_entry(cls, settings, now, reason):
     the class, not yet judged (``ran_until`` and ``judging``, see the
     module's docstring, are filled in when they have something to
     say)."""
-    note = (settings.substore_notes or {}).get(cls)
     return PolicyEntry(cls, substore=settings.substores.get(cls, ''),
                        method=settings.methods.get(cls, 'none'), since=now,
-                       reason=reason + ('; ' + note if note else ''))
+                       reason=reason + _noted(settings, cls, '; '))
+
+
+def _noted(settings, cls, separator):
+    """The measured check's note on ``cls``'s substore after
+    ``separator``, or '' without one (swift_mass.control.substores)."""
+    note = (settings.substore_notes or {}).get(cls)
+    return separator + note if note else ''
 
 
 def keeps_when_idle(previous, pin=None):
@@ -344,12 +350,11 @@ def _pinned(tenant, previous, pin, now, settings):
         return previous, []
     # a pin does not judge methods, so it keeps the hold-offs it found:
     # once unpinned, a method validation deleted stays held off
-    note = None if 'ring' in pin else \
-        (settings.substore_notes or {}).get(cls)
+    # a pin that names its substore is used as pinned, with no note
+    note = '' if 'ring' in pin else _noted(settings, cls, '; ')
     entry = PolicyEntry(cls, substore=substore, method=method, since=now,
                         validated=True, holdoff=_held_off(previous, now),
-                        pinned=True, reason='pinned by operator' + (
-                            '; ' + note if note else ''),
+                        pinned=True, reason='pinned by operator' + note,
                         ran_until=_ran_until(previous, method, now,
                                              settings))
     return entry, ['%s: pinned to %s (substore %r, method %s)' % (
@@ -379,9 +384,8 @@ def _rerouted(tenant, previous, substore, settings):
     mapping's substore for it changed (the operator's, or the measured
     check's): the same entry, method and validation with the new
     substore, which the tenant's new containers land on."""
-    note = (settings.substore_notes or {}).get(previous.cls)
     reason = 'substore %r instead of %r%s' % (
-        substore, previous.substore, ': ' + note if note else '')
+        substore, previous.substore, _noted(settings, previous.cls, ': '))
     return previous.replace(substore=substore, reason=reason), [
         '%s: %s' % (tenant, reason)]
 

@@ -45,7 +45,8 @@ from swift.common.storage_policy import POLICIES
 
 from swift_mass.control import classify
 from swift_mass.device_speeds import classes_path, read_speeds
-from swift_mass.ring_devices import device_name, loaded_ring_devs
+from swift_mass.ring_devices import device_name, loaded_ring_devs, \
+    object_ring_devs
 
 MODES = ('measured', 'configured')
 #: how much faster than the default policy a substore must be measured:
@@ -171,19 +172,16 @@ class SubstoreCheck(object):
                 cls: 'substore %r used as configured: %s' % (name, err)
                 for cls, name in configured.items() if name}
         ring_devs = {}
-        wanted = set(configured.values())
         default = self.policies.default.name
-        for name in wanted | {default}:
-            policy = self.policies.get_by_name(name) if name else None
+        for name in {n for n in configured.values() if n} | {default}:
+            policy = self.policies.get_by_name(name)
             if policy is None:
-                continue
-            try:
-                ring_devs[name] = [d for d in self.read_devs(
-                    self.swift_dir, policy) if d is not None]
-            except Exception as err:
-                ring_devs[name] = err
-        for name in wanted:
-            if name and name not in ring_devs:
                 ring_devs[name] = ValueError('no storage policy named %r' %
                                              name)
+                continue
+            try:
+                ring_devs[name] = list(object_ring_devs(
+                    self.swift_dir, [policy], self.read_devs))
+            except Exception as err:
+                ring_devs[name] = err
         return checked_substores(configured, ring_devs, speeds, default)
