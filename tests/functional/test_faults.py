@@ -62,18 +62,18 @@ from swift.common import direct_client
 from swift.common.storage_policy import POLICIES
 from swift.common.utils import Timestamp
 
-from swift_mass.cli import control
-from tests.functional.conftest import PROXY, PROXY_CONF, ROOT, Tenant
+from tests.functional.conftest import PROXY, ROOT, Tenant
 from tests.functional.faults import BROKEN_FOR, FAST_RING, SWIFT_DIR, \
     REGISTRATION_LIFE, Registry, RegistrationWatch, refusing_objects, \
     ring_broken_in_place
 from tests.functional.test_cache import PROXIES, PROXY2, Client, Load, \
-    admin, body_for, generations_trusted, pin, \
+    admin, body_for, pin, \
     wait_for_method  # noqa: F401 (fixtures)
 from tests.functional.test_migrate import command, run_env
 from tests.functional.test_never_stale import PROXY3
 from tests.functional.test_redis_partition import close_connections_of, \
-    named_master, sentinel_engine, topology  # noqa: F401 (fixtures)
+    named_master, sentinel_engine, sentinel_store_ready, \
+    topology  # noqa: F401 (fixtures)
 from tests.functional.waiting import until
 
 pytestmark = pytest.mark.faults
@@ -338,9 +338,7 @@ def remove_account_data(operator, account):
 
 def test_faults_one_after_another_serve_nothing_stale_and_lose_nothing(
         sentinel_engine, admin, tmp_path):  # noqa: F811
-    _, store, _ = control.load(PROXY_CONF)
-    until(named_master, 30, 'every sentinel to name one master')
-    generations_trusted(store)
+    store = sentinel_store_ready()
     account = 'AUTH_ft%s' % uuid.uuid4().hex[:10]
     owner = Client(admin, account, CONTAINER)
     client = Client(Tenant('test:tester3', 'testing3'), account, CONTAINER)

@@ -91,6 +91,16 @@ def named_master():
     return named.pop() if len(named) == 1 else None
 
 
+def sentinel_store_ready():
+    """The proxies' control store once every sentinel names one master
+    and the proxies trust generations (what a test of the Sentinel
+    topology starts from)."""
+    _, store, _ = control.load(PROXY_CONF)
+    until(named_master, 30, 'every sentinel to name one master')
+    generations_trusted(store)
+    return store
+
+
 def processes_connected_to(port):
     """{'127.0.0.1:<client port>': the name of the process holding it} of
     the connections to 127.0.0.1:port (ss; the SAIO's servers run as the
@@ -131,9 +141,7 @@ def wait_hits_through_both(load, more, limit):
     'min-replicas-to-write-1', 'min-replicas-to-write-0'])
 def test_a_master_cut_off_from_the_sentinels_serves_nothing_stale(
         sentinel_engine, admin, min_replicas):  # noqa: F811
-    _, store, _ = control.load(PROXY_CONF)
-    until(named_master, 30, 'every sentinel to name one master')
-    generations_trusted(store)
+    store = sentinel_store_ready()
     account = 'AUTH_sb%s' % uuid.uuid4().hex[:10]
     client = Client(admin, account, 'c')
     assert client.request('PUT', PROXY).status_code in (201, 202)
