@@ -475,8 +475,11 @@ def test_every_write_substore_201_follows_a_flush_that_covers_it(hetero):
     print('%d object-server 201s, each after a flush covering it; %d '
           'flushes for %d writes' % (len(answered), n_flushes,
                                      len(placed)))
-    # concurrent writes to a device shared flushes
-    assert n_flushes < len(placed)
+    # concurrent writes to a device shared flushes: each write waits for
+    # two (one before its rename, one after), so fewer than two a write
+    # means some were shared; how many is a speed, which the benchmarks
+    # measure (docs/benchmarks.md), not this test
+    assert n_flushes < 2 * len(placed)
     # and every acknowledged object is listed
     listing = requests.get('%s/%s' % (url, container), headers={
         'X-Auth-Token': token}, timeout=30).text.split()
