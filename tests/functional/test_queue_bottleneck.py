@@ -29,6 +29,7 @@ import time
 import pytest
 
 from swift_mass.cli import main as cli
+from swift_mass.conf import QueueConf
 from tests.functional.conftest import PROXY, saio
 from tests.functional.test_bench import run_bench
 from tests.functional.test_queue import queue_state
@@ -55,8 +56,6 @@ WRITE_IOPS = 20
 # it, and the proxy answered 503)
 QUEUE = {'slots_per_device': '4', 'batch_slots': '0', 'deadline': '4',
          'max_refusals_per_minute': '0'}
-# what an option absent from the SAIO's [filter:mass_queue] is restored to
-QUEUE_DEFAULTS = {'max_refusals_per_minute': '5'}
 # the object servers of sdb3 and sdb4: policy bulk
 BULK_SERVERS = [('127.0.0.3', 6230), ('127.0.0.4', 6240)]
 THROTTLE_STATS = '/sys/fs/cgroup/blkio/swift-mass-slow/' \
@@ -102,7 +101,10 @@ def bottleneck(cluster, monkeypatch, capsys):
         yield
     finally:
         assert slow('clear').returncode == 0
-        set_queue(dict((key, before.get(key, QUEUE_DEFAULTS.get(key)))
+        # an option the SAIO's [filter:mass_queue] did not set goes back
+        # to the filter's own default
+        defaults = QueueConf()
+        set_queue(dict((key, before.get(key, str(getattr(defaults, key))))
                        for key in QUEUE))
         mark_urgent(False, monkeypatch, capsys)
 
