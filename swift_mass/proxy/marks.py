@@ -265,10 +265,14 @@ class StagedRead(WSGIContext):
         original['PATH_INFO'] = staged_path(original['PATH_INFO'])
         staged = WSGIContext(self.app)
         staged_iter = staged._app_call(original)
-        if deleted_later(deleted, staged):
+        if deleted_later(deleted, staged) or \
+                staged._get_status_int() in (401, 403):
             # a client deleted the object after the version staged (a
             # failed run left the container writable, or the delete went
-            # through a proxy without Mass): the delete stands
+            # through a proxy without Mass): the delete stands.  Or the
+            # staging container does not grant this reader what the
+            # container does (not yet: it gets the ACL just after it is
+            # created, and its info is cached): the container's answer
             close_if_possible(staged_iter)
             start_response(not_found[0], not_found[1])
             return [not_found[2]]

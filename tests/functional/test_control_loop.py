@@ -20,7 +20,11 @@ import uuid
 import pytest
 import redis
 import requests
+from swift.common.bufferedhttp import http_connect
+from swift.common.ring import Ring
+from swift.common.utils import Timestamp
 
+from swift_mass.proxy.sysmeta import SYSMETA_POLICY
 from tests.functional.conftest import PROXY, PROXY_CONF, Tenant
 from tests.functional.waiting import until
 
@@ -204,3 +208,74 @@ def test_requests_succeed_when_redis_is_down(cluster, tmp_path, func):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def account_servers(account, method, headers=None):
+    """``method`` of ``account`` on each of its account servers, straight
+    (no proxy: sysmeta as it is stored): their responses' headers."""
+    ring = Ring('/etc/swift', ring_name='account')
+    part, nodes = ring.get_nodes(account)
+    answers = []
+    for node in nodes:
+        conn = http_connect(node['ip'], node['port'], node['device'], part,
+                            method, '/' + account, headers=dict(
+                                headers or {},
+                                **{'X-Timestamp': Timestamp.now().internal}))
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status // 100 == 2, (node, resp.status)
+        answers.append(dict((k.lower(), v) for k, v in resp.getheaders()))
+    return answers
+
+
+def saved_class(headers):
+    """The class of the policy entry an account server's headers hold,
+    or None (none, or malformed)."""
+    try:
+        entry = json.loads(headers.get(SYSMETA_POLICY.lower()) or 'null')
+    except ValueError:
+        return None
+    return entry.get('class') if isinstance(entry, dict) else None
+
+
+def test_a_malformed_sysmeta_entry_stops_no_decision(cluster, store):
+    """Item 11 of issue 25 on real servers: an account whose policy
+    sysmeta is malformed (a JSON string, not an entry: what a hand edit
+    or a bug could leave) raised out of the leader's tick when the leader
+    recalled it, and no tenant was decided on, every interval.  Two new
+    accounts (made by the reseller admin's first PUT): the malformed one
+    reads, the other writes; both are decided on, and the malformed entry
+    is replaced by the leader's."""
+    admin = Tenant('admin:admin', 'admin')
+    suffix = uuid.uuid4().hex[:8]
+    bad, good = 'AUTH_malformed-' + suffix, 'AUTH_wellformed-' + suffix
+    base = admin.url.rsplit('/', 1)[0]
+
+    def request(method, account, path, **kwargs):
+        resp = requests.request(method, '%s/%s%s' % (base, account, path),
+                                headers={'X-Auth-Token': admin.token},
+                                timeout=20, **kwargs)
+        assert resp.status_code // 100 == 2, (method, account, path, resp)
+        return resp
+
+    for account in (bad, good):
+        request('PUT', account, '/c')
+    account_servers(bad, 'POST', {SYSMETA_POLICY: '"read"'})
+    try:
+        request('PUT', bad, '/c/r', data=b'r' * 1024)
+        for _ in range(150):
+            request('GET', bad, '/c/r')
+        for i in range(40):
+            request('PUT', good, '/c/o%d' % i, data=b'w' * 1024)
+        assert wait_for(store, good, lambda e: e['class'] == 'write')
+        assert wait_for(store, bad, lambda e: e['class'] == 'read')
+        until(lambda: {saved_class(h) for h in account_servers(
+            bad, 'HEAD')} == {'read'}, 20,
+            'the malformed entry replaced by the leader\'s')
+    finally:
+        for account in (bad, good):
+            listing = requests.get('%s/%s/c' % (base, account), headers={
+                'X-Auth-Token': admin.token}, timeout=20)
+            for name in listing.text.split():
+                request('DELETE', account, '/c/' + name)
+            request('DELETE', account, '/c')

@@ -349,12 +349,13 @@ def test_migrate_1000_objects_interrupted_twice(tenant, moved):
 WITHOUT_MASS = 'http://127.0.0.1:8082'
 
 
-def without_mass(tenant, method, container, name, **kwargs):
+def without_mass(tenant, method, container, name, headers=None, **kwargs):
     """The tenant's request through the proxy without the mass filter."""
     return requests.request(
         method, '%s/%s/%s' % (tenant.url.replace(PROXY, WITHOUT_MASS),
                               q(container), q(name)),
-        headers={'X-Auth-Token': tenant.token}, timeout=20, **kwargs)
+        headers=dict(headers or {}, **{'X-Auth-Token': tenant.token}),
+        timeout=20, **kwargs)
 
 
 def run_with(account, container, *options):
@@ -371,18 +372,20 @@ def body_of(tenant, container, name):
 
 
 def test_writes_through_a_proxy_without_mass_hold(tenant, moved):
-    """Item 1 of issue 25: a DELETE and an overwrite made through the
-    proxy without the mass filter once their objects are copied, and
-    another pair once the empty phase has listed the container (before
-    the move deletes them): after `migrate run` every one of them holds,
-    and every other object is as it was.  With one worker, objects are
-    copied and deleted in name order: the run is paused (SIGSTOP) at a
-    progress line while the client writes, so the aa- objects are staged
-    already and the zz- ones listed but not deleted yet."""
+    """Item 1 of issue 25: a DELETE, an overwrite and a POST (metadata
+    only) made through the proxy without the mass filter once their
+    objects are copied, and another three once the empty phase has
+    listed the container (before the move deletes them): after `migrate
+    run` every one of them holds, and every other object is as it was.
+    With one worker, objects are copied and deleted in name order: the
+    run is paused (SIGSTOP) at a progress line while the client writes,
+    so the aa- objects are staged already and the zz- ones listed but not
+    deleted yet."""
     container, _segments = moved
     names = ['obj-%04d' % i for i in range(200)]
-    early = ('aa-deleted', 'aa-replaced')
-    late = ('zz-deleted', 'zz-replaced')
+    early = ('aa-deleted', 'aa-posted', 'aa-replaced')
+    late = ('zz-deleted', 'zz-posted', 'zz-replaced')
+    posted = {'X-Object-Meta-Posted': 'through 8082'}
     for name in names + list(early + late):
         put(tenant, '/%s/%s' % (container, name), b'old ' + name.encode())
     proc = run_with(tenant.account, container, '--settle', '1',
@@ -393,9 +396,9 @@ def test_writes_through_a_proxy_without_mass_hold(tenant, moved):
     def paused(writes):
         proc.send_signal(signal.SIGSTOP)
         try:
-            for method, name, body in writes:
+            for method, name, body, headers in writes:
                 resp = without_mass(tenant, method, container, name,
-                                    data=body)
+                                    data=body, headers=headers)
                 answers[name] = resp.status_code
         finally:
             proc.send_signal(signal.SIGCONT)
@@ -406,19 +409,22 @@ def test_writes_through_a_proxy_without_mass_hold(tenant, moved):
         emptied = re.search(r': empty (\d+)/', line)
         if copied and int(copied.group(1)) >= 10 and \
                 'aa-deleted' not in answers:
-            paused([('DELETE', 'aa-deleted', None),
-                    ('PUT', 'aa-replaced', b'new aa-replaced')])
+            paused([('DELETE', 'aa-deleted', None, None),
+                    ('POST', 'aa-posted', None, posted),
+                    ('PUT', 'aa-replaced', b'new aa-replaced', None)])
         elif emptied and int(emptied.group(1)) >= 10 and \
                 'zz-deleted' not in answers:
-            paused([('DELETE', 'zz-deleted', None),
-                    ('PUT', 'zz-replaced', b'new zz-replaced')])
+            paused([('DELETE', 'zz-deleted', None, None),
+                    ('POST', 'zz-posted', None, posted),
+                    ('PUT', 'zz-replaced', b'new zz-replaced', None)])
     out = proc.stdout.read()
     proc.wait()
     err = ''.join(lines)
     assert proc.returncode == 0, err
     # acknowledged by the proxy without Mass, during the move
-    assert answers == {'aa-deleted': 204, 'aa-replaced': 201,
-                       'zz-deleted': 204, 'zz-replaced': 201}, err
+    assert answers == {'aa-deleted': 204, 'aa-posted': 202,
+                       'aa-replaced': 201, 'zz-deleted': 204,
+                       'zz-posted': 202, 'zz-replaced': 201}, err
     summary, = json.loads(out)['containers']
     assert summary['status'] == 'moved'
     assert summary['dropped'] == 2, err
@@ -429,11 +435,15 @@ def test_writes_through_a_proxy_without_mass_hold(tenant, moved):
     for name in ('aa-replaced', 'zz-replaced'):
         assert body_of(tenant, container, name) == (
             200, b'new ' + name.encode()), name
-    for name in names:
+    for name in names + ['aa-posted', 'zz-posted']:
         assert body_of(tenant, container, name) == (
             200, b'old ' + name.encode()), name
+    for name in ('aa-posted', 'zz-posted'):
+        assert tenant.request('HEAD', '/%s/%s' % (container, name)).headers[
+            'X-Object-Meta-Posted'] == 'through 8082', name
     listed = [e['name'] for e in listing(tenant, container)]
-    assert listed == sorted(names + ['aa-replaced', 'zz-replaced'])
+    assert listed == sorted(names + ['aa-posted', 'aa-replaced',
+                                     'zz-posted', 'zz-replaced'])
 
 
 def test_a_failed_run_leaves_the_container_writable(tenant, moved):

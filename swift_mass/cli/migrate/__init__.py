@@ -88,8 +88,8 @@ from swift_mass.cli.migrate.migrator import Migrator
 
 def command(args, table, progress):
     """``swift-mass migrate plan|run|abort``: the result for --json."""
-    auth_url, user, key = client.credentials(args)
-    url, connect = client.tenant_connector(auth_url, user, key, args.tenant)
+    url, connect = client.tenant_connector(client.credentials(args),
+                                           args.tenant)
     conn = connect()
     info = conn.get_capabilities()
     if args.action != 'plan' and 'mass_migrate' not in info:

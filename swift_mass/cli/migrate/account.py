@@ -77,9 +77,12 @@ class Account(object):
                 return None
             raise
 
-    def head_object(self, container, name, query=RAW_QUERY):
-        return _lower(self.conn.head_object(container, name,
-                                            query_string=query))
+    def head_object(self, container, name, query=RAW_QUERY, newest=False):
+        """An object's headers; ``newest``: the newest replica's (the
+        proxy asks every primary), not the first to answer."""
+        return _lower(self.conn.head_object(
+            container, name, query_string=query,
+            headers={'X-Newest': 'true'} if newest else None))
 
     def journal(self, container):
         """The :class:`Journal` of the move of ``container``, or None."""

@@ -50,9 +50,10 @@ COPY, DELETE, PROBE, UNPROBE = 1, 2, 3, 4
 ROLES = 8
 # the content type of a probe, a zero-byte object
 PROBE_TYPE = 'application/x-mass-migrate-probe'
-# what copy_object and delete_object found
-COPIED, GONE, NEWER, DELETED, ABSENT = (
-    'copied', 'gone', 'newer', 'deleted', 'absent')
+# what copy_object and delete_object found; CHANGED: the newest replica
+# holds a later write than the version to delete, metadata included
+COPIED, GONE, NEWER, DELETED, ABSENT, CHANGED = (
+    'copied', 'gone', 'newer', 'deleted', 'absent', 'changed')
 
 # Object headers a copy must carry over unchanged, apart from user metadata.
 COMPARED_HEADERS = ('content-type', 'content-disposition', 'content-encoding',

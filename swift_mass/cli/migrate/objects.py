@@ -20,7 +20,8 @@ from swift.common.utils import Timestamp
 from swiftclient.exceptions import ClientException
 
 from swift_mass.cli.migrate.decisions import (
-    ABSENT, COPIED, COPY, DELETE, DELETED, GONE, KINDS, NEWER, PASSES, PROBE,
+    ABSENT, CHANGED, COPIED, COPY, DELETE, DELETED, GONE, KINDS, NEWER,
+    PASSES, PROBE,
     PROBE_TYPE, MigrationError, copy_query, fingerprint, http_status,
     in_copy_order, is_ours, kind_of, listed_version, listing_kind, mismatches,
     stamp)
@@ -114,6 +115,23 @@ class ObjectMover(object):
                 return NEWER
             raise
         return DELETED
+
+    def delete_unchanged(self, container, name, version):
+        """Delete ``version`` of an object of C, unless the newest replica
+        holds a later write of it: CHANGED.  A client's POST (through a
+        proxy without the filter) after the copy changes only the
+        metadata, which Swift's DELETE does not compare (it compares data
+        times): deleted, the POST would be lost with C's old policy.  What
+        is left is the moment between this HEAD and the DELETE."""
+        try:
+            newest = self.account.head_object(container, name, newest=True)
+        except ClientException as err:
+            if http_status(err) == 404:
+                return ABSENT
+            raise
+        if Timestamp(newest['x-timestamp']) > Timestamp(version):
+            return CHANGED
+        return self.delete_object(container, name, version)
 
     def probe(self, container, staging, name):
         """PUT a probe in C dated after the staged version of ``name``:

@@ -14,10 +14,11 @@
 from swiftclient.exceptions import ClientException
 
 from swift_mass.cli.migrate.decisions import (
-    COPIED, DELETED, GONE, JOURNAL_CONTAINER, MARK_HEADER, NEWER, PASSES,
-    UNPROBE, VERSIONING_HEADERS, MigrationError, container_step, empty_action,
-    http_status, in_copy_order, index, is_probe, listed_version, not_in,
-    restore_action, saved_headers, staged_headers)
+    ABSENT, CHANGED, COPIED, DELETED, GONE, JOURNAL_CONTAINER, MARK_HEADER,
+    NEWER, PASSES, UNPROBE, VERSIONING_HEADERS, MigrationError,
+    container_step, empty_action, http_status, in_copy_order, index,
+    is_probe, listed_version, not_in, restore_action, saved_headers,
+    staged_headers)
 
 
 class Phase(object):
@@ -183,18 +184,36 @@ class EmptyPhase(Phase):
             summary['copied'] += len(late)
             versions.update((e['name'], copies[e['name']][1]) for e in late)
         deletes = self.objects.parallel(
-            lambda name: self.objects.delete_object(
-                container, name, versions[name]),
+            lambda name: self._delete_staged(
+                container, staging, name, versions[name]),
             entries, '%s: empty' % container)
-        for name, result in deletes.items():
+        for name, (result, copied) in deletes.items():
             if result == DELETED:
                 self.emptied.add(name)
+            summary['copied'] += copied
+        deletes = {name: result for name, (result, _) in deletes.items()}
         summary['deleted'] += sum(1 for result in deletes.values()
                                   if result == DELETED)
         # replaced since they were listed (NEWER), or deleted (ABSENT)
         self._settle_all(container, staging, [
             e for e in entries if deletes[e['name']] != DELETED and
             e['name'] not in self.emptied], summary)
+
+    def _delete_staged(self, container, staging, name, version):
+        """Delete the object of C whose staged version is ``version``,
+        first copying to S any later version a client wrote meanwhile (a
+        POST's new metadata included): ``(DELETED, NEWER or ABSENT, the
+        number of copies made)``; NEWER and ABSENT are settled later."""
+        for copies in range(PASSES):
+            result = self.objects.delete_unchanged(container, name, version)
+            if result != CHANGED:
+                return result, copies
+            outcome, version = self.objects.copy_object(container, staging,
+                                                        name)
+            if outcome != COPIED:
+                return ABSENT, copies  # gone meanwhile: settled later
+        raise MigrationError('%s/%s: a client keeps writing it' % (
+            container, name))
 
     def _settle_all(self, container, staging, entries, summary):
         settled = self.objects.parallel(lambda name: self._settle(
@@ -240,7 +259,7 @@ class EmptyPhase(Phase):
                               % (container, name))
                 return 'dropped'
             version = latest
-            if self.objects.delete_object(
+            if self.objects.delete_unchanged(
                     container, name, version) == DELETED:
                 self.emptied.add(name)
                 return 'copied'

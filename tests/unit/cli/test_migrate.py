@@ -287,12 +287,14 @@ class FakeConn(object):
             raise ClientException('no object', http_status=404)
         return obj
 
-    def head_object(self, container, name, query_string=None):
+    def head_object(self, container, name, query_string=None,
+                    headers=None):
+        # one replica: X-Newest (in ``headers``) changes nothing
         self.swift.alive()
         obj = self._object(container, name)
         query = query_string or ''
         headers = {'Content-Type': obj['content_type'],
-                   'X-Timestamp': obj['ts'].normal}
+                   'X-Timestamp': written(obj).normal}
         headers.update({'X-Object-Meta-' + k: v
                         for k, v in obj['meta'].items()})
         if obj.get('delete_at'):
@@ -344,7 +346,8 @@ class FakeConn(object):
             if source is None:
                 raise ClientException('no source', http_status=404)
             obj = json.loads(json.dumps(
-                {k: v for k, v in source.items() if k not in ('body', 'ts')}))
+                {k: v for k, v in source.items()
+                 if k not in ('body', 'ts', 'meta_ts')}))
             obj['body'] = source['body']
             if source['kind'] == 'symlink' and 'symlink=get' not in query:
                 obj = dict(self.swift._find(source['target']))
@@ -378,6 +381,23 @@ class FakeConn(object):
         self.swift.tombstones.pop((target['policy'], container, name), None)
         self._answer(response_dict, 201)
 
+    def post_object(self, container, name, headers, response_dict=None):
+        """Swift's fast POST: the user metadata replaced, dated apart
+        from the data (``meta_ts``), which a DELETE does not compare."""
+        self._refuse(container)
+        self.swift.mutate()
+        self._container(container)
+        obj = self._object(container, name)
+        timestamp = self._timestamp(
+            {k.lower(): v for k, v in headers.items()})
+        if written(obj) >= timestamp:
+            raise ClientException('a later write', http_status=409)
+        obj['meta'] = {k[len('x-object-meta-'):]: v
+                       for k, v in headers.items()
+                       if k.lower().startswith('x-object-meta-')}
+        obj['meta_ts'] = timestamp
+        self._answer(response_dict, 202)
+
     def delete_object(self, container, name, headers=None,
                       response_dict=None):
         headers = {k.lower(): v for k, v in (headers or {}).items()}
@@ -397,6 +417,12 @@ class FakeConn(object):
         if not live:
             raise ClientException('no object', http_status=404)
         self._answer(response_dict, 204)
+
+
+def written(obj):
+    """When an object was last written, a POST included: the X-Timestamp
+    HEAD shows."""
+    return max(obj['ts'], obj.get('meta_ts') or obj['ts'])
 
 
 def populate(swift, n=12):
@@ -875,6 +901,35 @@ def test_client_writes_after_the_empty_phase_listed_hold():
     assert summary['dropped'] == 1
     assert_moved_but(swift, before, gone=['obj006'],
                      replaced={'obj005': b'newer'})
+
+
+def test_a_clients_post_after_the_copy_holds():
+    """A POST (metadata only) through a proxy without Mass once the
+    object is staged, and another once the empty phase listed the
+    container: Swift's DELETE compares data times only, and would delete
+    each with its new metadata; the move copies the POSTed version to the
+    staging container first, and both POSTs hold."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    client = without_mass(swift)
+    posted = {'X-Object-Meta-Index': 'posted', 'X-Object-Meta-New': 'yes'}
+
+    def post_later_one(method, container, name):
+        if (method, container, name) == ('DELETE', 'c', 'obj004'):
+            client.post_object('c', 'obj005', posted)
+    m = hooked_migrator(swift, before=once_each(post_later_one))
+    on_journal(m, 'empty', lambda: client.post_object('c', 'obj003',
+                                                      posted))
+    summary = m.run('c')
+    assert summary['status'] == 'moved'
+    after = snapshot(swift, 'c')
+    for name in ('obj003', 'obj005'):
+        assert after.pop(name)[2] == sorted(posted.items()), name
+        del before[name]
+    assert after == before
+    assert swift.containers['c']['policy'] == 'bulk'
+    assert set(swift.containers) == {'c', 'segs'}
 
 
 def test_client_writes_to_the_container_created_again_hold():
@@ -1474,7 +1529,7 @@ def test_large_listings_are_read_whole():
 
 def command_args(action, *containers, **options):
     args = dict(action=action, tenant='AUTH_t', containers=list(containers),
-                policy=None, auth_url='http://p/auth/v1.0', user='op:op',
+                policy=None, auth='http://p/auth/v1.0', user='op:op',
                 key='k', concurrency=2, settle=0, lock_ttl=30)
     args.update(options)
     return argparse.Namespace(**args)
@@ -1489,17 +1544,17 @@ def fake_swiftclient(monkeypatch, swift, info=None):
                      preauthtoken=None, **kwargs):
             # a page of one: listings are whole only when asked so
             super(Connection, self).__init__(swift, page=1)
-            assert preauthtoken == 'token'
-            seen.append(preauthurl)
+            if preauthtoken is not None:  # not the one that logs in
+                assert preauthtoken == 'token'
+                seen.append(preauthurl)
+
+        def get_auth(self):
+            return 'http://p/v1/AUTH_op', 'token'
 
         def get_capabilities(self):
             return info if info is not None else \
                 super(Connection, self).get_capabilities()
-
-    def get_auth(authurl, user, key, **kwargs):
-        return 'http://p/v1/AUTH_op', 'token'
     monkeypatch.setattr(swiftclient.client, 'Connection', Connection)
-    monkeypatch.setattr(swiftclient.client, 'get_auth', get_auth)
     return seen
 
 

@@ -397,9 +397,11 @@ class Moving(object):
     container is in another policy (its name ends the index)."""
 
     def __init__(self, containers, objects, tombstones=None,
-                 versions=None):
+                 versions=None, denied=()):
         self.containers = containers
         self.objects = objects
+        # paths the reader may not read (Swift's authorize denies them)
+        self.denied = denied
         # {path: X-Backend-Timestamp of its 404}, {path: of its 200}
         self.tombstones = tombstones or {}
         self.versions = versions or {}
@@ -420,6 +422,8 @@ class Moving(object):
                 env, start_response)
         path = wsgi_to_str(env['PATH_INFO'])
         self.reads.append(path)
+        if path in self.denied:
+            return Response(status=403, body=b'denied')(env, start_response)
         policy = '2' if tags.STAGING_PREFIX in path else '0'
         asked = env.setdefault('HTTP_X_BACKEND_STORAGE_POLICY_INDEX', policy)
         body = self.objects.get(path) if asked == policy else None
@@ -438,8 +442,8 @@ PLAIN = '/v1/AUTH_t/c\u00e9/o\u00e9'
 
 
 def staged_read(containers, objects, method='GET', tombstones=None,
-                versions=None, **environ):
-    app = Moving(containers, objects, tombstones, versions)
+                versions=None, denied=(), **environ):
+    app = Moving(containers, objects, tombstones, versions, denied)
     filt = proxy.filter_factory({}, control_loop='false',
                                 urgent_recheck_seconds='0')(app)
     req = Request.blank(wsgi_quote(str_to_wsgi(PLAIN)), method=method,
@@ -477,6 +481,18 @@ def test_reads_fall_back_only_while_the_move_is_under_way():
     # found in the container: never asked of the staging container
     resp, app = staged_read(marked_, {PLAIN: b'here'})
     assert (resp.body, app.reads) == (b'here', [PLAIN])
+
+
+def test_a_reader_the_staging_container_denies_gets_the_containers_404():
+    """A reader by the container's ACL whose 404 falls back to a staging
+    container that does not grant it (yet: the move gives it the ACL just
+    after creating it, and proxies cache its info meanwhile) gets the
+    container's 404, never a 403 it would not get from Swift alone."""
+    marked_ = {'c\u00e9': 'target=bulk; since=1',
+               tags.staging_name('c\u00e9'): 'target=bulk; since=1'}
+    resp, app = staged_read(marked_, {STAGED: b'staged'}, denied={STAGED})
+    assert (resp.status_int, resp.body) == (404, b'not here')
+    assert app.reads == [PLAIN, STAGED]
 
 
 @pytest.mark.parametrize('containers', [
