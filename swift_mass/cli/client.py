@@ -10,23 +10,77 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """The operator's connections to Swift, for the subcommands that go through
-a proxy (``swift-mass migrate``, ``swift-mass urgent``).
+a proxy (``swift-mass migrate``, ``swift-mass urgent``, ``swift-mass
+opt-out``).
 
-An operator acts on a tenant's account as a reseller admin: credentials
-from ``--auth-url``, ``--user``, ``--key`` or ``ST_AUTH``, ``ST_USER``,
-``ST_KEY`` (as swiftclient's ``swift`` reads them), one authentication
-with swiftclient's ``get_auth``, and swiftclient ``Connection``\\ s on the
-tenant's storage URL (``preauthurl``, which swiftclient keeps when it
-authenticates again on a 401)::
+An operator acts on a tenant's account as a reseller admin (tempauth's
+``.reseller_admin``, Keystone's ``ResellerAdmin`` role), with the
+credentials swiftclient's ``swift`` takes, under the same option and
+environment names: v1 (``-A``/``ST_AUTH``, ``-U``/``ST_USER``,
+``-K``/``ST_KEY``) or Keystone v2/v3 (``--os-auth-url``/``OS_AUTH_URL``,
+``--os-username``, ``OS_PASSWORD``, ``--os-project-name``, the domains,
+...), the auth version found as ``swift`` finds it (swiftclient's
+``process_options``).  A secret is best left in the environment: no
+option needs one on the command line.  One authentication, and swiftclient
+``Connection``\\ s on the tenant's storage URL (``preauthurl``, which
+swiftclient keeps when it authenticates again on a 401)::
 
-    auth_url, user, key = credentials(args)
-    url, connect = tenant_connector(auth_url, user, key, 'AUTH_test')
+    creds = credentials(args)
+    url, connect = tenant_connector(creds, 'AUTH_test')
     conn = connect()          # one per thread: they are not thread-safe
 """
 import os
 import urllib.parse
 
 from swiftclient import client as swiftclient
+from swiftclient.service import process_options
+
+# (option, dest, environment variables, help): swiftclient's shell reads
+# these when it builds its parser (add_default_args, which also brings
+# options of its own commands) and its service's defaults are private,
+# so the names are listed here, as swift spells them.
+OPTIONS = (
+    ('--auth', 'auth', ('ST_AUTH',), 'v1 auth URL'),
+    ('--user', 'user', ('ST_USER',), 'v1 user'),
+    ('--key', 'key', ('ST_KEY',), 'v1 key (best left in $ST_KEY)'),
+    ('--auth-version', 'auth_version',
+     ('ST_AUTH_VERSION', 'OS_AUTH_VERSION', 'OS_IDENTITY_API_VERSION'),
+     '1.0, 2.0 or 3 (default: from the other options)'),
+    ('--os-auth-url', 'os_auth_url', ('OS_AUTH_URL',), 'Keystone URL'),
+    ('--os-auth-type', 'os_auth_type', ('OS_AUTH_TYPE',),
+     'v1password, v2password, v3password or v3applicationcredential'),
+    ('--os-username', 'os_username', ('OS_USERNAME',), None),
+    ('--os-user-id', 'os_user_id', ('OS_USER_ID',), None),
+    ('--os-password', 'os_password', ('OS_PASSWORD',),
+     'best left in $OS_PASSWORD'),
+    ('--os-user-domain-name', 'os_user_domain_name',
+     ('OS_USER_DOMAIN_NAME',), None),
+    ('--os-user-domain-id', 'os_user_domain_id', ('OS_USER_DOMAIN_ID',),
+     None),
+    ('--os-project-name', 'os_project_name', ('OS_PROJECT_NAME',), None),
+    ('--os-project-id', 'os_project_id', ('OS_PROJECT_ID',), None),
+    ('--os-project-domain-name', 'os_project_domain_name',
+     ('OS_PROJECT_DOMAIN_NAME',), None),
+    ('--os-project-domain-id', 'os_project_domain_id',
+     ('OS_PROJECT_DOMAIN_ID',), None),
+    ('--os-tenant-name', 'os_tenant_name', ('OS_TENANT_NAME',), None),
+    ('--os-tenant-id', 'os_tenant_id', ('OS_TENANT_ID',), None),
+    ('--os-application-credential-id', 'os_application_credential_id',
+     ('OS_APPLICATION_CREDENTIAL_ID',), None),
+    ('--os-application-credential-secret',
+     'os_application_credential_secret',
+     ('OS_APPLICATION_CREDENTIAL_SECRET',),
+     'best left in $OS_APPLICATION_CREDENTIAL_SECRET'),
+    ('--os-auth-token', 'os_auth_token', ('OS_AUTH_TOKEN',), None),
+    ('--os-storage-url', 'os_storage_url', ('OS_STORAGE_URL',), None),
+    ('--os-region-name', 'os_region_name', ('OS_REGION_NAME',), None),
+    ('--os-service-type', 'os_service_type', ('OS_SERVICE_TYPE',), None),
+    ('--os-endpoint-type', 'os_endpoint_type', ('OS_ENDPOINT_TYPE',), None),
+    ('--os-cacert', 'os_cacert', ('OS_CACERT',), None),
+)
+# swift's short spellings, and this command's earlier ones
+ALIASES = {'--auth': ('-A', '--auth-url'), '--user': ('-U',),
+           '--key': ('-K',), '--auth-version': ('-V',)}
 
 
 class MissingCredentials(Exception):
@@ -34,27 +88,44 @@ class MissingCredentials(Exception):
 
 
 def add_options(parser):
-    """The credential options of a subcommand."""
-    parser.add_argument('--auth-url', help='default: $ST_AUTH')
-    parser.add_argument('--user', help='default: $ST_USER')
-    parser.add_argument('--key', help='default: $ST_KEY')
+    """The credential options of a subcommand, as swiftclient's ``swift``
+    names them."""
+    group = parser.add_argument_group(
+        'credentials (a reseller admin\'s; as swift takes them, options or '
+        'environment)')
+    for option, dest, names, text in OPTIONS:
+        group.add_argument(option, *ALIASES.get(option, ()), dest=dest,
+                           help='%sdefault: $%s' % (
+                               text + '; ' if text else '',
+                               ', $'.join(names)))
 
 
 def credentials(args, environ=os.environ):
-    """``(auth_url, user, key)`` from the options, else from ST_AUTH,
-    ST_USER and ST_KEY as swiftclient's ``swift`` reads them; no default:
-    an operator says who acts."""
-    found = (args.auth_url or environ.get('ST_AUTH'),
-             args.user or environ.get('ST_USER'),
-             args.key or environ.get('ST_KEY'))
-    if not all(found):
-        missing = [name for name, value in zip(
-            ('--auth-url/ST_AUTH', '--user/ST_USER', '--key/ST_KEY'), found)
-            if not value]
+    """swiftclient's options (``auth``, ``user``, ``key``, ``auth_version``,
+    ``os_options``, ...) from the options given, else the environment, as
+    swiftclient's ``swift`` reads them; no default: an operator says who
+    acts."""
+    options = {}
+    for _option, dest, names, _text in OPTIONS:
+        value = getattr(args, dest, None)
+        for name in names:
+            if value:
+                break
+            value = environ.get(name)
+        options[dest] = value or None
+    options['auth_version'] = options['auth_version'] or '1.0'
+    process_options(options)
+    if not (options['auth'] and options['user'] and options['key']):
+        missing = [name for name, value in (
+            ('-A/--auth/$ST_AUTH or --os-auth-url/$OS_AUTH_URL',
+             options['auth']),
+            ('-U/--user/$ST_USER or --os-username/$OS_USERNAME',
+             options['user']),
+            ('$ST_KEY or $OS_PASSWORD', options['key'])) if not value]
         raise MissingCredentials(
             'swift-mass acts on the tenant\'s account as a reseller admin; '
             'missing %s' % ', '.join(missing))
-    return found
+    return options
 
 
 def account_url(storage_url, account):
@@ -65,22 +136,29 @@ def account_url(storage_url, account):
     return '%s/%s' % (base, urllib.parse.quote(account, safe=''))
 
 
-def tenant_connector(auth_url, user, key, tenant, retries=5):
+def _connection(creds, retries, url=None, token=None):
+    return swiftclient.Connection(
+        creds['auth'], creds['user'], creds['key'], retries=retries,
+        auth_version=creds['auth_version'],
+        os_options=dict(creds['os_options']), cacert=creds['os_cacert'],
+        preauthurl=url, preauthtoken=token)
+
+
+def tenant_connector(creds, tenant, retries=5):
     """``(url, connect)``: ``tenant``'s storage URL, and a function that
-    makes swiftclient Connections on it with the operator's credentials,
-    all sharing one authentication (each authenticates again on a 401).
-    Raises swiftclient's ClientException when the credentials are
-    refused."""
-    storage_url, token = swiftclient.get_auth(auth_url, user, key)
+    makes swiftclient Connections on it with the operator's credentials
+    (``creds``, from :func:`credentials`), all sharing one authentication
+    (each authenticates again on a 401).  Raises swiftclient's
+    ClientException when the credentials are refused."""
+    storage_url, token = _connection(creds, retries=0).get_auth()
     url = account_url(storage_url, tenant)
 
     def connect():
-        return swiftclient.Connection(auth_url, user, key, preauthurl=url,
-                                      preauthtoken=token, retries=retries)
+        return _connection(creds, retries, url, token)
     return url, connect
 
 
-def tenant_connection(auth_url, user, key, tenant, retries=2):
+def tenant_connection(creds, tenant, retries=2):
     """One Connection on ``tenant``'s account with the operator's
     credentials (see :func:`tenant_connector`)."""
-    return tenant_connector(auth_url, user, key, tenant, retries)[1]()
+    return tenant_connector(creds, tenant, retries)[1]()

@@ -28,8 +28,9 @@ Subcommands, by the module of :mod:`swift_mass.cli` that runs them::
     swift-mass migrate plan|run TENANT [CONTAINER...] [--policy NAME]
                                    (migrate: a tenant's containers to its
                                    substore, with a reseller admin's
-                                   --auth-url, --user, --key or ST_AUTH,
-                                   ST_USER, ST_KEY)
+                                   credentials as swift takes them:
+                                   ST_AUTH, ST_USER, ST_KEY or Keystone's
+                                   OS_* (or -A, -U, --os-auth-url, ...))
     swift-mass urgent TENANT [--on | --off]
     swift-mass opt-out TENANT [--on | --off]
                                    (urgent: the tenant's urgent mark, or

@@ -32,7 +32,7 @@ The functions take a swiftclient ``Connection`` on the tenant's account
 (``swift_mass.cli.client.tenant_connection`` makes one from operator
 credentials), and the mark's header (by default the urgent mark's)::
 
-    conn = client.tenant_connection(auth_url, user, key, 'AUTH_test')
+    conn = client.tenant_connection(client.credentials(args), 'AUTH_test')
     set_mark(conn, True)      # POST, then HEAD to check: True
     get_mark(conn)            # True
     set_mark(conn, True, OPT_OUT.header)
@@ -102,10 +102,9 @@ def set_mark(conn, on, header=HEADER):
 
 def command(args, mark=URGENT):
     """``swift-mass urgent|opt-out TENANT [--on | --off]``: the result for
-    --json.  ``args``: tenant, on (True, False or None to show), auth_url,
-    user, key."""
-    auth_url, user, key = client.credentials(args)
-    conn = client.tenant_connection(auth_url, user, key, args.tenant)
+    --json.  ``args``: tenant, on (True, False or None to show) and the
+    credentials (:func:`swift_mass.cli.client.add_options`)."""
+    conn = client.tenant_connection(client.credentials(args), args.tenant)
     if args.on is None:
         on = get_mark(conn, mark.header)
     else:

@@ -160,7 +160,8 @@ def test_without_credentials_the_command_says_what_is_missing(
         monkeypatch.delenv(name, raising=False)
     assert cli.main(['urgent', 'AUTH_urgent']) == 1
     err = capsys.readouterr().err
-    assert '--auth-url/ST_AUTH' in err and 'reseller admin' in err
+    assert '-A/--auth/$ST_AUTH or --os-auth-url/$OS_AUTH_URL' in err and \
+        'reseller admin' in err
 
 
 def test_a_tenant_cannot_forge_the_backend_tag(cluster):

@@ -228,7 +228,7 @@ def test_cli(start, capsys, monkeypatch):
     assert proxy.marks == {'AUTH_test': False}
     monkeypatch.delenv('ST_KEY')
     status, _, err = run(capsys, 'urgent', 'AUTH_test')
-    assert status == 1 and '--key/ST_KEY' in err
+    assert status == 1 and '$ST_KEY or $OS_PASSWORD' in err
     with pytest.raises(SystemExit):
         run(capsys, 'urgent', 'AUTH_test', '--on', '--off')
 

@@ -86,6 +86,7 @@ do_mass() {  # [OPTION=VALUE ...]
     require_setup
     local files=("$SWIFT_DIR/proxy-server.conf")
     [ ! -f "$SWIFT_DIR/$PROXY2_CONF" ] || files+=("$SWIFT_DIR/$PROXY2_CONF")
+    [ ! -f "$SWIFT_DIR/$KS_PROXY_CONF" ] || files+=("$SWIFT_DIR/$KS_PROXY_CONF")
     set_filter_options mass filter:mass 'MassConf(conf)' \
         'the proxies with Mass' "${files[@]}" -- "$@"
 }
@@ -101,11 +102,12 @@ redis_engine_url() {  # single|sentinel|cluster
     esac
 }
 
-# redis_url in the proxies' [filter:mass] (the second proxy's once it is
+# redis_url in the proxies' [filter:mass] (the second's and Keystone's once
 # rendered) and every object server's [filter:mass_queue] under a config dir
 set_redis_url() {  # dir url
     local dir=$1 url=$2 f files=("$1/proxy-server.conf") n
     [ ! -f "$dir/$PROXY2_CONF" ] || files+=("$dir/$PROXY2_CONF")
+    [ ! -f "$dir/$KS_PROXY_CONF" ] || files+=("$dir/$KS_PROXY_CONF")
     for f in "${files[@]}"; do
         "$PY" "$INI" set "$f" filter:mass "redis_url=$url" || die "redis_url: $f could not be changed"
     done
@@ -146,7 +148,7 @@ do_redis() {  # [single|sentinel|cluster]
 }
 
 do_destroy() {
-    local arg
+    local arg pid
     for arg in "$@"; do die "destroy: unknown option $arg"; done
     require_root
     if [ ! -f "$MARKER" ]; then
@@ -158,6 +160,11 @@ do_destroy() {
     if command -v swift-init >/dev/null 2>&1 && { any_server_answers || swift-init main status >/dev/null 2>&1; }; then
         do_stop
     fi
+    # Keystone (lib/keystone.sh): stopped, its state removed
+    if pid=$(keystone_pid); then
+        kill "$pid" 2>/dev/null || true
+    fi
+    rm -rf "$KS_ETC" "$KS_VAR" "$KS_PIDFILE"
     teardown_devices
     rm -rf "$DEVICE_IMAGES"
     if mountpoint -q "$MNT" 2>/dev/null; then

@@ -20,6 +20,10 @@ servers() {
     echo "proxy-server 127.0.0.1 8080 $SWIFT_DIR/proxy-server.conf"
     echo "proxy-server 127.0.0.1 8081 $SWIFT_DIR/$PROXY2_CONF"
     echo "proxy-server 127.0.0.1 8082 $SWIFT_DIR/$PROXY3_CONF"
+    # Keystone's proxy, while `tools/saio keystone up` has it (lib/keystone.sh)
+    if [ -f "$SWIFT_DIR/$KS_PROXY_CONF" ]; then
+        echo "proxy-server 127.0.0.1 $KS_PROXY_PORT $SWIFT_DIR/$KS_PROXY_CONF"
+    fi
     local n
     for n in "${NODES[@]}"; do
         echo "account-server 127.0.0.$n 62${n}2 $SWIFT_DIR/account-server/$n.conf"

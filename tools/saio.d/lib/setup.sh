@@ -115,6 +115,10 @@ write_configs() {  # mass mode
             install_file "$tmp/$t-server/$n.conf" "$SWIFT_DIR/$t-server/$n.conf"
         done
     done
+    # Keystone's proxy (lib/keystone.sh) follows the first proxy's config
+    if [ -f "$SWIFT_DIR/$KS_PROXY_CONF" ] && [ -f "$KS_ACCOUNTS" ]; then
+        keystone_proxy_conf
+    fi
 }
 
 # The ring layout; its text is hashed so that a change rebuilds the rings.
