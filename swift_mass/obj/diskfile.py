@@ -78,6 +78,17 @@ Every process that opens the policy's diskfiles (object server, replicator,
 auditor, ...) loads it; only the writes of the object server and the ssync
 receiver go through :meth:`GroupCommitDiskFileWriter._finalize_put`.
 
+**Across processes.**  Every object server worker (and each policy
+using this module, and the ssync receiver) flushes a device on its own.
+The processes of a node number each filesystem's flushes in a small file
+under ``group_commit_run_dir`` (in ``[app:object-server]`` or
+``[DEFAULT]``; default ``/var/run/swift``, swift-init's run directory)
+(:class:`FlushSequence`): a group whose flush would start while another
+process's runs waits for it to end, and if that process began a flush
+after the group's writes and it succeeded, the group is covered without
+a flush of its own.  Where the directory cannot be used, a warning says
+so and groups form within each process only.
+
 **Linger.**  A flush that is about to start while other writes to its
 device are under way in the same process (their files open, their data on
 its way, or back from the previous flush for their renames) waits for them
@@ -104,12 +115,10 @@ write now waits for about 2.5 flushes instead of 1.5.
   waits for everything else dirty on it.  It is meant for one filesystem per
   device, as Swift deploys; on a filesystem shared with other busy writers
   (or several devices on one filesystem, as in a SAIO) each flush is bigger.
-* Groups form within one process, per policy: each object server worker
-  (and each policy using this module) flushes a device on its own.  With
-  ``servers_per_port`` the object server gives each worker one tpool thread,
-  so writes run one at a time there and never share a flush; the tpool needs
-  several threads per device (``eventlet_tpool_num_threads``) for groups to
-  form.
+* With ``servers_per_port`` the object server gives each worker one tpool
+  thread, so writes run one at a time there and share a flush only with
+  other processes' writes; the tpool needs several threads per device
+  (``eventlet_tpool_num_threads``) for groups to form within a worker.
 * A syncfs error cannot be traced to a file: it fails every write the
   flush covers, whether or not its own data was refused.
 * syncfs returns the filesystem's own sync errors (a journal commit or an
@@ -140,6 +149,8 @@ from swift.obj.diskfile import DiskFile, DiskFileManager, DiskFileWriter, \
     relink_paths, write_metadata
 
 from swift_mass import metrics
+from swift_mass.obj.flush_sequence import FlushSequence, \
+    SequenceUnavailable
 
 # The object server monkey-patches threading before it loads a diskfile
 # module (swift.common.wsgi.run_wsgi); GroupSync is used by tpool's OS
@@ -160,6 +171,9 @@ SYNC_FILE_RANGE_WRITE = 2
 SYNC_FILE_RANGE_WAIT_AFTER = 4
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY
+# where the processes of a node number their flushes (FlushSequence):
+# swift-init's run directory, on tmpfs on most systems
+DEFAULT_RUN_DIR = '/var/run/swift'
 DEFAULT_LINGER_MS = 5.0
 MAX_LINGER_MS = 1000.0
 MIN_KERNEL = (5, 8)
@@ -217,6 +231,9 @@ class Flush(object):
         self.seconds = None
         self.error = None
         self.done = False
+        # covered by a flush another process ran (FlushSequence): no
+        # syncfs of this process's own
+        self.borrowed = False
 
 
 class GroupSync(object):
@@ -240,11 +257,15 @@ class GroupSync(object):
     :param flush: what makes the filesystem durable, called without
         arguments, raising on failure; by default ``syncfs`` of ``path``
     :param linger: seconds a flush waits at most for begun writes
+    :param sequence: the filesystem's :class:`FlushSequence`, shared with
+        the other processes that flush it (None: flushes of this object
+        alone)
     """
 
-    def __init__(self, path, flush=None, linger=0.0):
+    def __init__(self, path, flush=None, linger=0.0, sequence=None):
         self.path = path
         self.linger = float(linger)
+        self.sequence = sequence
         self.flushes = 0
         self.writes_covered = 0
         self._condition = threading.Condition()
@@ -328,7 +349,7 @@ class GroupSync(object):
     def _run(self, flush):
         started = time.monotonic()
         try:
-            self._flush()
+            flush.borrowed = self._flush_group()
         except BaseException as err:
             # whatever stops the flush fails every write it covers: none
             # may be acknowledged as durable
@@ -341,9 +362,24 @@ class GroupSync(object):
                 # them
                 self._writing += flush.returning
             self._flushing = False
-            self.flushes += 1
+            if not flush.borrowed:
+                self.flushes += 1
             self.writes_covered += flush.writes
             self._condition.notify_all()
+
+    def _flush_group(self):
+        """Make the group's writes durable; True if a flush another
+        process began after them covered them (:class:`FlushSequence`)."""
+        if self.sequence is not None:
+            try:
+                # every write of the group is done: a flush any process
+                # begins from here on covers them all
+                since = self.sequence.mark()
+                return not self.sequence.flush(since, self._flush)
+            except SequenceUnavailable:
+                pass  # nothing was flushed for the group: flush it here
+        self._flush()
+        return False
 
     def _syncfs(self):
         mounted = os.stat(self.path).st_dev
@@ -493,6 +529,7 @@ class GroupCommitDiskFileManager(DiskFileManager):
         check_kernel(os.uname().release)
         super(GroupCommitDiskFileManager, self).__init__(conf, logger)
         self.linger = linger_seconds(conf)
+        self.run_dir = conf.get('group_commit_run_dir', DEFAULT_RUN_DIR)
         self._group_syncs = {}
         self._group_syncs_lock = threading.Lock()
         # the object server's logger is Swift's, not Mass's: the labeled
@@ -503,22 +540,41 @@ class GroupCommitDiskFileManager(DiskFileManager):
         """The :class:`GroupSync` of ``<devices>/<device>``."""
         with self._group_syncs_lock:
             if device not in self._group_syncs:
+                path = join(self.devices, device)
                 self._group_syncs[device] = GroupSync(
-                    join(self.devices, device), linger=self.linger)
+                    path, linger=self.linger, sequence=self._sequence(path))
             return self._group_syncs[device]
+
+    def _sequence(self, path):
+        """The :class:`FlushSequence` of ``path``'s filesystem, or None
+        (logged) where the run directory cannot hold it."""
+        try:
+            os.makedirs(self.run_dir, exist_ok=True)
+            return FlushSequence.for_filesystem(self.run_dir, path)
+        except OSError as err:
+            # still durable: this process's flushes cover its own writes
+            self.logger.warning(
+                'group commit: cannot number the flushes of %s in '
+                'group_commit_run_dir %s (%s): they are shared within this '
+                'process only', path, self.run_dir, err)
+            return None
 
     def report_flush(self, flush, device=None):
         """Statsd for a flush: how many, how many writes each covered (each
         write twice: its data, then its rename), how long each took; and
-        labeled by device (swift_mass.metrics)."""
-        self.logger.increment('group_commit.flushes')
+        labeled by device (swift_mass.metrics).  A flush another process
+        ran (``borrowed``) counts only its writes here: that process
+        counts the flush."""
         self.logger.update_stats('group_commit.writes', flush.writes)
-        self.logger.timing('group_commit.flush', flush.seconds * 1000.0)
+        if not flush.borrowed:
+            self.logger.increment('group_commit.flushes')
+            self.logger.timing('group_commit.flush', flush.seconds * 1000.0)
         if self._labeled is not None:
             labels = {'device': device}
             prefix = metrics.GROUP_COMMIT_PREFIX
-            self._labeled.increment(prefix + 'flushes', labels=labels)
             self._labeled.update_stats(prefix + 'writes', flush.writes,
                                        labels=labels)
-            self._labeled.timing(prefix + 'flush_timing',
-                                 flush.seconds * 1000.0, labels=labels)
+            if not flush.borrowed:
+                self._labeled.increment(prefix + 'flushes', labels=labels)
+                self._labeled.timing(prefix + 'flush_timing',
+                                     flush.seconds * 1000.0, labels=labels)

@@ -19,6 +19,8 @@ import itertools
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -36,6 +38,7 @@ from swift.obj.server import ObjectController
 
 from swift_mass.obj import diskfile as mass_diskfile
 from swift_mass.obj.diskfile import GroupCommitDiskFileManager, GroupSync
+from swift_mass.obj.flush_sequence import FlushSequence
 from tests.unit.helpers import Logger
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -118,6 +121,15 @@ def fsyncs(monkeypatch):
             return real(fd)
         monkeypatch.setattr(os, name, counted)
     return synced
+
+
+@pytest.fixture(autouse=True)
+def run_dir(tmp_path, monkeypatch):
+    """The managers' group_commit_run_dir, where FlushSequence keeps its
+    files: the test's own, never the machine's /var/run/swift."""
+    path = tmp_path / 'run'
+    monkeypatch.setattr(mass_diskfile, 'DEFAULT_RUN_DIR', str(path))
+    return str(path)
 
 
 @pytest.fixture
@@ -611,6 +623,172 @@ def test_a_bad_linger_names_the_option(devices, policy, value):
     assert str(err.value) == (
         'group_commit_linger_ms = %r is not valid; allowed: a number from 0 '
         'to 1000' % value)
+
+
+# FlushSequence: flushes numbered across processes
+
+def sequences(path, count=2):
+    """``count`` FlushSequences of one file, as ``count`` processes open
+    it (each its own open file description, which is what flock locks)."""
+    return [FlushSequence(path) for _ in range(count)]
+
+
+def test_a_flush_begun_after_a_groups_writes_covers_it(tmp_path):
+    first, second = sequences(str(tmp_path / 'seq'))
+    since = second.mark()
+    ran = []
+    assert first.flush(first.mark(), lambda: ran.append('first')) is True
+    # the second's writes were done before that flush began: covered
+    assert second.flush(since, lambda: ran.append('second')) is False
+    assert ran == ['first']
+
+
+def test_a_flush_begun_before_a_groups_writes_does_not_cover_it(tmp_path):
+    first, second = sequences(str(tmp_path / 'seq'))
+    marks = []
+    # the second's group closes while the first's flush runs
+    assert first.flush(first.mark(), lambda: marks.append(second.mark()))
+    ran = []
+    assert second.flush(marks[0], lambda: ran.append('second')) is True
+    assert ran == ['second']
+
+
+def test_a_failed_flush_covers_nobody(tmp_path):
+    first, second = sequences(str(tmp_path / 'seq'))
+    since = second.mark()
+
+    def fail():
+        raise OSError(5, 'Input/output error')
+    with pytest.raises(OSError):
+        first.flush(first.mark(), fail)
+    ran = []
+    assert second.flush(since, lambda: ran.append('second')) is True
+    assert ran == ['second']
+    # and the next group may count on that one
+    assert first.flush(since, lambda: ran.append('first')) is False
+
+
+# another process's flush: it says "running" once it holds the flush lock,
+# and holds it 0.3 s
+OTHER_PROCESS = """
+import sys, time
+from swift_mass.obj.flush_sequence import FlushSequence
+other = FlushSequence(sys.argv[1])
+
+def slow():
+    print('running', flush=True)
+    time.sleep(0.3)
+other.flush(other.mark(), slow)
+"""
+
+
+def test_flushes_of_a_filesystem_run_one_at_a_time_across_processes(
+        tmp_path):
+    """A real second process: its flush holds the flush lock while it
+    runs; this process's group, whose writes were done before that flush
+    began, waits for it and is covered by it."""
+    path = str(tmp_path / 'seq')
+    mine, = sequences(path, 1)
+    since = mine.mark()
+    other = subprocess.Popen([sys.executable, '-c', OTHER_PROCESS, path],
+                             stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert other.stdout.readline() == 'running\n'
+        started = time.monotonic()
+        ran = []
+        assert mine.flush(since, lambda: ran.append('mine')) is False
+        waited = time.monotonic() - started
+    finally:
+        assert other.wait(10) == 0
+    assert ran == [] and waited >= 0.1
+
+
+def test_groups_of_two_group_syncs_share_a_flush_through_their_sequence(
+        tmp_path):
+    """Two processes' GroupSyncs of one filesystem: the second's group
+    closes, then the first's flush begins and succeeds: the second's
+    group is covered, and runs no flush of its own."""
+    path = str(tmp_path / 'seq')
+    flushed = []
+    first = GroupSync('/unused', flush=lambda: flushed.append('first'),
+                      sequence=FlushSequence(path))
+    sequence = FlushSequence(path)
+    marked = sequence.mark
+
+    def mark_then_the_other_flushes():
+        since = marked()
+        first.sync()
+        return since
+    sequence.mark = mark_then_the_other_flushes
+    second = GroupSync('/unused', flush=lambda: flushed.append('second'),
+                       sequence=sequence)
+    flush = second.sync()
+    assert flush.borrowed and flush.done and flush.error is None
+    assert flushed == ['first']
+    assert (first.flushes, second.flushes) == (1, 0)
+    assert second.writes_covered == 1
+    # a group that closes after that flush began gets one of its own
+    sequence.mark = marked
+    assert second.sync().borrowed is False
+    assert flushed == ['first', 'second']
+
+
+def test_a_sequence_that_fails_leaves_each_group_to_flush_itself(tmp_path):
+    """Its files unreadable (closed here): the group's flush is its own,
+    and the writes waiting for it are not left waiting."""
+    flushed = []
+    sequence = FlushSequence(str(tmp_path / 'seq'))
+    group_sync = GroupSync('/unused', flush=lambda: flushed.append(1),
+                           sequence=sequence)
+    sequence.close()
+    results = run_threads(group_sync.sync, 3)
+    assert not [r for r in results if isinstance(r, Exception)]
+    assert flushed and group_sync.flushes == len(flushed)
+    assert group_sync.writes_covered == 3
+
+
+def test_a_flush_error_is_raised_as_it_is_even_if_not_recorded(tmp_path):
+    """The flush's own error, never the sequence's: a caller that got
+    the sequence's would flush again, and a second syncfs of the same
+    descriptor does not report the writeback error again."""
+    first, second = sequences(str(tmp_path / 'seq'))
+    since = second.mark()
+
+    def fail_and_lose_the_state():
+        os.close(first._state)  # recording the failure fails too
+        raise OSError(5, 'Input/output error')
+    with pytest.raises(OSError) as caught:
+        first.flush(first.mark(), fail_and_lose_the_state)
+    assert caught.value.errno == 5
+    ran = []
+    # nobody counts on the failed flush
+    assert second.flush(since, lambda: ran.append('second')) is True
+
+
+def test_the_manager_numbers_flushes_per_filesystem_in_its_run_dir(
+        manager, devices, run_dir):
+    os.mkdir(os.path.join(devices, 'sdb'))
+    sda, sdb = manager.group_sync('sda'), manager.group_sync('sdb')
+    st_dev = os.stat(devices).st_dev
+    # both devices are on one filesystem here: one sequence
+    assert sda.sequence.path == sdb.sequence.path == os.path.join(
+        run_dir, 'mass-group-commit-%d-%d' % (os.major(st_dev),
+                                              os.minor(st_dev)))
+
+
+def test_without_a_usable_run_dir_groups_form_within_the_process(
+        devices, policy, tmp_path, timestamps):
+    blocked = tmp_path / 'a-file'
+    blocked.write_text('not a directory')
+    logger = Logger()
+    manager = GroupCommitDiskFileManager(
+        {'devices': devices, 'mount_check': 'false',
+         'group_commit_run_dir': str(blocked / 'run')}, logger)
+    put(manager, policy, next(timestamps))
+    assert manager.group_sync('sda').sequence is None
+    assert read(manager, policy)[1] == b'body'
+    assert any('cannot number the flushes' in msg and
+               'group_commit_run_dir' in msg for _, msg in logger.lines)
 
 
 def test_one_group_sync_per_device(manager, devices):
