@@ -16,6 +16,9 @@ every read is checked against the history of acknowledged writes (see
 tests/functional/test_cache.py's Load), and each test prints the hits
 served in the window it checks and asserts there were some, so a test that
 merely turned the cache off fails."""
+import configparser
+import contextlib
+import glob
 import os
 import re
 import signal
@@ -31,7 +34,7 @@ from swift.common.utils import Timestamp
 
 from tests.functional.test_cache import PROXY, PROXY2, Client, Load, \
     admin, client, get_until_hit, pin, wait_for_method  # noqa: F401 (fixtures)
-from tests.functional.conftest import SAIO
+from tests.functional.conftest import SAIO, saio
 from tests.functional.waiting import until
 
 REDIS_URL = 'redis://127.0.0.1:6379/0'
@@ -269,6 +272,59 @@ def test_writes_through_a_proxy_without_mass_are_never_hidden(client):  # noqa: 
         wait_hits(load, 300)
     finally:
         finish(load, 'writes without Mass')
+
+
+@contextlib.contextmanager
+def object_servers_set_up_in_their_app_section():
+    """Every object server with ``devices`` and ``mount_check`` in
+    ``[app:object-server]`` only, as Swift lets an operator set them (the
+    SAIO's are in ``[DEFAULT]``), restarted; put back and restarted after."""
+    saved = {}
+    for path in sorted(glob.glob('/etc/swift/object-server/*.conf')):
+        with open(path) as f:
+            saved[path] = f.read()
+        conf = configparser.RawConfigParser()
+        conf.optionxform = str
+        conf.read_string(saved[path])
+        for option in ('devices', 'mount_check'):
+            value = conf.defaults()[option]
+            conf.remove_option(configparser.DEFAULTSECT, option)
+            conf.set('app:object-server', option, value)
+        with open(path, 'w') as f:
+            conf.write(f)
+    try:
+        # tools/saio start restarts every server whose config changed
+        started = saio('start', check=False)
+        assert started.returncode == 0, started.stdout
+        yield
+    finally:
+        for path, text in saved.items():
+            with open(path, 'w') as f:
+                f.write(text)
+        started = saio('start', check=False)
+        assert started.returncode == 0, started.stdout
+
+
+def test_object_servers_set_up_in_their_app_section_bump_every_write(
+        client):  # noqa: F811
+    """Item 12 of issue 25 on real servers: mass_queue judged whether a
+    write was to one of its devices from its own section's ``devices``
+    (default /srv/node), while it registered the ring's devices as
+    bumping: with the object server's ``devices`` in
+    ``[app:object-server]`` only, no write was bumped, every device counted
+    as covered, and the proxies served replaced bodies.  Writes through
+    the proxy without Mass (only the object servers' bumps tell the
+    proxies), reads through a proxy with Mass."""
+    with object_servers_set_up_in_their_app_section():
+        pin(client.account, 'cache')
+        wait_for_method(client, 'cache')
+        load = Load(client, NAMES, write_via=(PROXY3,), read_via=(PROXY,))
+        load.seed()
+        load.start()
+        try:
+            wait_hits(load, 300)
+        finally:
+            finish(load, 'object servers set up in [app:object-server]')
 
 
 def test_objects_swifts_own_daemons_delete_are_not_served(client):  # noqa: F811,E501

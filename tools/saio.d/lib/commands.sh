@@ -162,7 +162,7 @@ do_destroy() {
     fi
     # Keystone (lib/keystone.sh): stopped, its state removed
     if pid=$(keystone_pid); then
-        kill "$pid" 2>/dev/null || true
+        stop_process "$pid"
     fi
     rm -rf "$KS_ETC" "$KS_VAR" "$KS_PIDFILE"
     teardown_devices

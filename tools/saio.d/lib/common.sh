@@ -36,6 +36,42 @@ require_root() {
     [ "$(id -u)" -eq 0 ] || die "must be run as root (it installs packages, mounts, writes /etc/swift)"
 }
 
+# ---------------------------------------------------------------- processes
+
+start_background() {  # pidfile log command...: a daemon of ours, its pid in pidfile
+    # As daemon() (lib/servers.sh), keeping none of our open files, but in
+    # the background and exec'd by the very subshell whose pid $! is, for
+    # a command that does not daemonize itself (statsd_exporter, Keystone)
+    local pidfile=$1 log=$2
+    shift 2
+    mkdir -p "$(dirname "$pidfile")" "$(dirname "$log")"
+    (
+        for fd in /proc/$BASHPID/fd/*; do
+            fd=${fd##*/}
+            if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+        done
+        exec "$@"
+    ) >>"$log" 2>&1 </dev/null &
+    echo $! >"$pidfile"
+}
+
+pidfile_pid() {  # pidfile: prints its pid if that process runs
+    local pid
+    pid=$(cat "$1" 2>/dev/null) || return 1
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    echo "$pid"
+}
+
+stop_process() {  # pid: TERM, then KILL if it still runs 5 s later
+    local pid=$1 _
+    kill "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 25); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.2
+    done
+    kill -9 "$pid" 2>/dev/null || true
+}
+
 
 # ---------------------------------------------------------------- probes
 

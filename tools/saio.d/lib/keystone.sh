@@ -102,12 +102,7 @@ CONF
         >>"$KS_LOG" 2>&1 || die "keystone-manage bootstrap failed (see $KS_LOG)"
 }
 
-keystone_pid() {
-    local pid
-    pid=$(cat "$KS_PIDFILE" 2>/dev/null) || return 1
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-    echo "$pid"
-}
+keystone_pid() { pidfile_pid "$KS_PIDFILE"; }
 
 keystone_answers() {
     [ "$(http_code "$KS_URL")" = 200 ]
@@ -121,17 +116,8 @@ keystone_serve() {
     fi
     keystone_answers && die "something else answers $KS_URL"
     say "starting keystone on $KS_URL"
-    # as metrics_start does: exec'd by the very subshell whose pid $! is,
-    # keeping none of our open files (daemon() in lib/servers.sh)
-    (
-        for fd in /proc/$BASHPID/fd/*; do
-            fd=${fd##*/}
-            if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
-        done
-        export OS_KEYSTONE_CONFIG_DIR=$KS_ETC
-        exec "$KS_PY" "$TEMPLATES/keystone/serve.py" "$KS_PORT"
-    ) >>"$KS_LOG" 2>&1 </dev/null &
-    echo $! >"$KS_PIDFILE"
+    start_background "$KS_PIDFILE" "$KS_LOG" env OS_KEYSTONE_CONFIG_DIR="$KS_ETC" \
+        "$KS_PY" "$TEMPLATES/keystone/serve.py" "$KS_PORT"
     for _ in $(seq 1 150); do
         keystone_answers && { say "keystone answers (pid $(cat "$KS_PIDFILE"))"; return 0; }
         kill -0 "$(cat "$KS_PIDFILE")" 2>/dev/null || break
@@ -197,18 +183,13 @@ keystone_up() {
 
 keystone_down() {
     require_root
-    local pid _
+    local pid
     if [ -f "$SWIFT_DIR/$KS_PROXY_CONF" ]; then
         rm -f "$SWIFT_DIR/$KS_PROXY_CONF"
         swift-init proxy-server restart 2>&1 | sed 's/^/saio:   /' || true
     fi
     if pid=$(keystone_pid); then
-        kill "$pid"
-        for _ in $(seq 1 25); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.2
-        done
-        kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+        stop_process "$pid"
     fi
     rm -f "$KS_PIDFILE"
     say "keystone stopped, its proxy removed (state kept in $KS_ETC, $KS_VAR)"

@@ -60,12 +60,7 @@ install_statsd_exporter() {
     fi
 }
 
-metrics_pid() {  # prints the pid of the exporter we started, if it runs
-    local pid
-    pid=$(cat "$METRICS_PIDFILE" 2>/dev/null) || return 1
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-    echo "$pid"
-}
+metrics_pid() { pidfile_pid "$METRICS_PIDFILE"; }  # the exporter we started
 
 udp_port_free() {  # ip port
     "$PY" - "$1" "$2" <<'EOF'
@@ -98,23 +93,12 @@ metrics_start() {
     fi
     "$bin" --check-config --statsd.mapping-config="$METRICS_MAPPING" >/dev/null 2>&1 ||
         warn "$bin --check-config refused $METRICS_MAPPING (or knows no --check-config); trying anyway"
-    mkdir -p "$(dirname "$METRICS_PIDFILE")" "$LOG_DIR"
     say "starting $bin: statsd $METRICS_STATSD_IP:$METRICS_STATSD_PORT (UDP), http://$METRICS_WEB/metrics, mapping $METRICS_MAPPING"
-    # as daemon() (lib/servers.sh) does, but in the background, and
-    # exec'd by the very subshell whose pid $! is: statsd_exporter does
-    # not daemonize itself
-    (
-        for fd in /proc/$BASHPID/fd/*; do
-            fd=${fd##*/}
-            if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
-        done
-        exec "$bin" \
-            --statsd.listen-udp="$METRICS_STATSD_IP:$METRICS_STATSD_PORT" \
-            --statsd.listen-tcp="" \
-            --web.listen-address="$METRICS_WEB" \
-            --statsd.mapping-config="$METRICS_MAPPING"
-    ) >>"$METRICS_LOG" 2>&1 </dev/null &
-    echo $! >"$METRICS_PIDFILE"
+    start_background "$METRICS_PIDFILE" "$METRICS_LOG" "$bin" \
+        --statsd.listen-udp="$METRICS_STATSD_IP:$METRICS_STATSD_PORT" \
+        --statsd.listen-tcp="" \
+        --web.listen-address="$METRICS_WEB" \
+        --statsd.mapping-config="$METRICS_MAPPING"
     local _
     for _ in $(seq 1 50); do
         metrics_answer && { say "statsd_exporter answers (pid $(cat "$METRICS_PIDFILE"))"; return 0; }
@@ -127,18 +111,13 @@ metrics_start() {
 }
 
 metrics_stop() {
-    local pid _
+    local pid
     if ! pid=$(metrics_pid); then
         rm -f "$METRICS_PIDFILE"
         say "statsd_exporter not running"
         return 0
     fi
-    kill "$pid"
-    for _ in $(seq 1 25); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.2
-    done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+    stop_process "$pid"
     rm -f "$METRICS_PIDFILE"
     say "statsd_exporter stopped; UDP $METRICS_STATSD_IP:$METRICS_STATSD_PORT is free again"
 }
