@@ -100,13 +100,11 @@ class FlushSequence(object):
             raise SequenceUnavailable(err)
         try:
             try:
-                begun, completed, ok = self._locked(self._read)
-                if completed > since and ok:
-                    return False
-                number = begun + 1
-                self._locked(lambda: self._write(number, completed, ok))
+                number = self._locked(lambda: self._begin(since))
             except OSError as err:
                 raise SequenceUnavailable(err)
+            if number is None:
+                return False
             try:
                 run()
             except BaseException:
@@ -120,12 +118,22 @@ class FlushSequence(object):
             except OSError:
                 pass  # closing the descriptor would release it too
 
+    def _begin(self, since):
+        """Under both locks: None if a flush numbered above ``since``
+        has succeeded, else the number of the flush now begun."""
+        begun, completed, ok = self._read()
+        if completed > since and ok:
+            return None
+        self._write(begun + 1, completed, ok)
+        return begun + 1
+
     def _record(self, number, ok):
         """Flush ``number`` ended (``ok``); never raises: whoever cannot
         read that it succeeded runs a flush of its own, never counts on
-        one that failed."""
+        one that failed.  Only a holder of the flush lock begins a flush,
+        so ``number`` is still the last begun."""
         try:
-            self._locked(lambda: self._write(self._read()[0], number, ok))
+            self._locked(lambda: self._write(number, number, ok))
         except OSError:
             pass
 

@@ -55,6 +55,21 @@ start_background() {  # pidfile log command...: a daemon of ours, its pid in pid
     echo $! >"$pidfile"
 }
 
+await_background() {  # what pidfile log tries check...: 0 once `check...` succeeds
+    # (tried every 0.2 s), 1 if the process dies or the tries run out,
+    # its log's last lines shown
+    local what=$1 pidfile=$2 log=$3 tries=$4 pid _
+    shift 4
+    pid=$(cat "$pidfile")
+    for _ in $(seq 1 "$tries"); do
+        "$@" && { say "$what answers (pid $pid)"; return 0; }
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    tail -n 20 "$log" | sed 's/^/saio:   /' >&2
+    return 1
+}
+
 pidfile_pid() {  # pidfile: prints its pid if that process runs
     local pid
     pid=$(cat "$1" 2>/dev/null) || return 1

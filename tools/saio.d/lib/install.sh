@@ -42,6 +42,20 @@ apt_install() {
     fi
 }
 
+py_pip_install() {  # pip install's arguments: into $PY, or die
+    if ! "$PY" -m pip --version >/dev/null 2>&1; then
+        apt_install python3-pip
+    fi
+    local pipargs=(install "$@") stdlib
+    stdlib=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
+    if [ -f "$stdlib/EXTERNALLY-MANAGED" ]; then
+        warn "$PY is an externally managed (distro) Python: using --break-system-packages"
+        pipargs+=(--break-system-packages)
+    fi
+    say "$PY -m pip ${pipargs[*]}"
+    "$PY" -m pip "${pipargs[@]}" || die "pip install $* failed"
+}
+
 project_installed() {  # editable install of this repo with both entry points
     (cd / && "$PY" - "$REPO_ROOT" <<'EOF'
 import json, os, sys
@@ -144,18 +158,7 @@ do_install() {
     if [ "$force" -eq 0 ] && project_installed; then
         say "swift_mass already installed (editable, from $REPO_ROOT); 'install --force' reinstalls"
     else
-        if ! "$PY" -m pip --version >/dev/null 2>&1; then
-            apt_install python3-pip
-        fi
-        local pipargs=(install -e "$REPO_ROOT")
-        local stdlib
-        stdlib=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
-        if [ -f "$stdlib/EXTERNALLY-MANAGED" ]; then
-            warn "$PY is an externally managed (distro) Python: using --break-system-packages"
-            pipargs+=(--break-system-packages)
-        fi
-        say "$PY -m pip ${pipargs[*]}"
-        "$PY" -m pip "${pipargs[@]}" || die "pip install -e $REPO_ROOT failed"
+        py_pip_install -e "$REPO_ROOT"
         hash -r
     fi
     expose_swift_mass

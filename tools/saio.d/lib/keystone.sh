@@ -23,8 +23,9 @@
 # proxy, 127.0.0.1:$KS_PROXY_PORT, whose pipeline is the first proxy's
 # (Mass and encryption included) with `authtoken keystoneauth` in place of
 # tempauth, and without s3api (which with keystoneauth wants s3token, for
-# S3 credentials Keystone would hold: not what these tests are about).  The other proxies keep tempauth.  `keystone down` takes the
-# proxy away and stops Keystone; its state stays for the next `up`.
+# S3 credentials Keystone would hold: not what these tests are about).
+# The other proxies keep tempauth.  `keystone down` takes the proxy away
+# and stops Keystone; its state stays for the next `up`.
 
 KS_PORT=${SAIO_KEYSTONE_PORT:-5000}
 KS_URL=http://127.0.0.1:$KS_PORT/v3
@@ -47,13 +48,8 @@ keystone_install() {
     keystone_importable || apt_install python3-keystone
     keystone_importable || die "python3-keystone installed, but $KS_PY cannot import keystone"
     # the proxy's authtoken, and swiftclient's v3 auth for swift-mass
-    if ! "$PY" -c 'import keystonemiddleware.auth_token, keystoneclient.v3' >/dev/null 2>&1; then
-        local pipargs=(install -q keystonemiddleware python-keystoneclient) stdlib
-        stdlib=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
-        [ -f "$stdlib/EXTERNALLY-MANAGED" ] && pipargs+=(--break-system-packages)
-        say "$PY -m pip ${pipargs[*]}"
-        "$PY" -m pip "${pipargs[@]}" || die "pip install keystonemiddleware python-keystoneclient failed"
-    fi
+    "$PY" -c 'import keystonemiddleware.auth_token, keystoneclient.v3' >/dev/null 2>&1 ||
+        py_pip_install -q keystonemiddleware python-keystoneclient
 }
 
 keystone_manage() {  # keystone-manage's arguments
@@ -63,7 +59,7 @@ keystone_manage() {  # keystone-manage's arguments
 }
 
 keystone_configure() {
-    mkdir -p "$KS_ETC" "$KS_VAR" "$LOG_DIR" "$(dirname "$KS_PIDFILE")"
+    mkdir -p "$KS_ETC" "$KS_VAR" "$LOG_DIR"
     cat >"$KS_ETC/keystone.conf.new" <<CONF
 # written by tools/saio keystone up
 [DEFAULT]
@@ -109,7 +105,7 @@ keystone_answers() {
 }
 
 keystone_serve() {
-    local pid _
+    local pid
     if pid=$(keystone_pid) && keystone_answers; then
         say "keystone already answers $KS_URL (pid $pid)"
         return 0
@@ -118,13 +114,8 @@ keystone_serve() {
     say "starting keystone on $KS_URL"
     start_background "$KS_PIDFILE" "$KS_LOG" env OS_KEYSTONE_CONFIG_DIR="$KS_ETC" \
         "$KS_PY" "$TEMPLATES/keystone/serve.py" "$KS_PORT"
-    for _ in $(seq 1 150); do
-        keystone_answers && { say "keystone answers (pid $(cat "$KS_PIDFILE"))"; return 0; }
-        kill -0 "$(cat "$KS_PIDFILE")" 2>/dev/null || break
-        sleep 0.2
-    done
-    tail -n 20 "$KS_LOG" | sed 's/^/saio:   /' >&2
-    die "keystone did not come up (its log, $KS_LOG, above)"
+    await_background keystone "$KS_PIDFILE" "$KS_LOG" 150 keystone_answers ||
+        die "keystone did not come up (its log, $KS_LOG, above)"
 }
 
 keystone_proxy_conf() {  # the fourth proxy: the first's pipeline, Keystone's auth

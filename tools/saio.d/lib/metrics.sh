@@ -99,13 +99,8 @@ metrics_start() {
         --statsd.listen-tcp="" \
         --web.listen-address="$METRICS_WEB" \
         --statsd.mapping-config="$METRICS_MAPPING"
-    local _
-    for _ in $(seq 1 50); do
-        metrics_answer && { say "statsd_exporter answers (pid $(cat "$METRICS_PIDFILE"))"; return 0; }
-        kill -0 "$(cat "$METRICS_PIDFILE")" 2>/dev/null || break
-        sleep 0.2
-    done
-    tail -n 20 "$METRICS_LOG" | sed 's/^/saio:   /' >&2
+    await_background statsd_exporter "$METRICS_PIDFILE" "$METRICS_LOG" 50 metrics_answer &&
+        return 0
     metrics_stop >/dev/null 2>&1 || true
     die "statsd_exporter did not come up (its log, $METRICS_LOG, above)"
 }
