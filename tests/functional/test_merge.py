@@ -14,6 +14,9 @@ one backend request per proxy worker, small PUTs are written through into
 the cache, and neither ever serves an old body (a fresh account, pinned to
 mixed/merge, through both proxies; see test_cache for the setup)."""
 import concurrent.futures
+import contextlib
+import os
+import signal
 import subprocess
 import time
 import uuid
@@ -21,7 +24,10 @@ import uuid
 import pytest
 import requests
 
+from swift.common.utils import readconf
+
 from tests.functional.waiting import until
+from tests.functional.conftest import PROXY_CONF
 from tests.functional.test_cache import PROXIES, PROXY, PROXY2, Client, \
     Load, admin, tenant_trusted  # noqa: F401 (admin is a fixture)
 
@@ -77,6 +83,30 @@ def test_a_small_put_is_written_through(client):
     assert client.request('GET', PROXY, name).content == body
 
 
+@contextlib.contextmanager
+def object_servers_paused():
+    """Every object server's processes stopped (SIGSTOP) until the block
+    ends: the kernel still accepts the proxy's connections, so a backend
+    read waits, as behind a busy device, and does not fail."""
+    pids = [int(pid) for pid in subprocess.run(
+        ['pgrep', '-f', 'swift-object-server'], check=True,
+        capture_output=True, text=True).stdout.split()]
+    stopped = []
+    try:
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+        yield
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+
+
+def proxy_workers():
+    workers = readconf(PROXY_CONF, 'app:proxy-server').get('workers', '1')
+    return os.cpu_count() if workers == 'auto' else int(workers)
+
+
 def test_identical_concurrent_gets_are_merged(client):
     # with X-Delete-At: never cached, so every read goes to the backend,
     # or merges with one that does
@@ -89,16 +119,19 @@ def test_identical_concurrent_gets_are_merged(client):
         with requests.Session() as session:
             return session.get(client.url(PROXY, name), timeout=30,
                                headers={'X-Auth-Token': client.token})
-    merged = 0
-    for _round in range(5):
-        with concurrent.futures.ThreadPoolExecutor(16) as pool:
-            resps = list(pool.map(get, range(16)))
-        assert all(r.status_code == 200 and r.content == body
-                   for r in resps)
-        merged += sum(r.headers.get('X-Mass-Merge') == 'merged'
-                      for r in resps)
-    print('%d of 80 concurrent GETs merged' % merged)
-    assert merged > 0
+    # Whether reads overlap by themselves depends on the machine's speed
+    # (a CI run merged 0 of 80): the backend is held for a second, so
+    # that all 16 are in the proxy while each worker's leader waits.
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        with object_servers_paused():
+            pending = [pool.submit(get, i) for i in range(16)]
+            time.sleep(1.5)
+        resps = [f.result() for f in pending]
+    assert all(r.status_code == 200 and r.content == body for r in resps)
+    merged = sum(r.headers.get('X-Mass-Merge') == 'merged' for r in resps)
+    print('%d of 16 concurrent GETs merged' % merged)
+    # one leader per proxy worker at most; every other read merged
+    assert merged >= 16 - proxy_workers(), merged
 
 
 def test_no_stale_or_wrong_read_with_merge(client):
