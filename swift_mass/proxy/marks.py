@@ -32,9 +32,13 @@ Three marks:
   answered 503 with Retry-After (``migrate_retry_after``).  The check costs
   a tenant that is not migrating nothing extra on object writes: the
   container info it reads is the one the proxy reads for the same request
-  anyway (from the request's infocache or memcache).  Reads are never
-  checked.  The mark's value is kept and shown as it was sent.  A reseller
-  admin's object PUT or DELETE keeps its X-Timestamp
+  anyway (from the request's infocache or memcache).  Before it refuses, a
+  worker asks the container servers, at most once a
+  :data:`MOVE_RECHECK_SECONDS` per container (:class:`MovingContainers`):
+  a mark the move took off is honoured within that, not once memcache
+  forgets it.  Reads are never checked.  The mark's value is kept and
+  shown as it was sent.  A reseller admin's object PUT or DELETE keeps its
+  X-Timestamp
   (:func:`give_back_timestamp`): the move dates its writes by the versions
   they copy or delete.
 * :data:`URGENT`, on an account: ``swift-mass urgent TENANT --on`` (``false``
@@ -63,9 +67,9 @@ from swift.common.swob import HTTPServiceUnavailable, str_to_wsgi, \
     wsgi_to_str
 from swift.common.utils import Timestamp, close_if_possible, \
     config_true_value, split_path
-from swift.common.wsgi import WSGIContext
+from swift.common.wsgi import WSGIContext, make_pre_authed_request
 from swift.proxy.controllers.base import get_account_info, \
-    get_container_info
+    get_container_info, headers_to_container_info
 
 from swift_mass import metrics, tags
 
@@ -169,26 +173,10 @@ class MigratingMark(Mark):
         give_back_timestamp(env)
         super(MigratingMark, self).take(env, sent)
 
-    def refusal(self, env, app, retry_after):
-        """None if the request may go on, else the 503 to answer: a write
-        by anyone but a reseller admin to a marked container or one of its
-        objects.  ``app`` is the proxy app (container info)."""
-        if env['REQUEST_METHOD'] not in WRITES or \
-                env.get('reseller_request'):
-            return None
-        try:
-            split_path(env['PATH_INFO'], 3, 4, True)
-        except ValueError:
-            return None  # an account request, or not a Swift path at all
-        info = get_container_info(env, app, swift_source='MASS')
-        if not info.get('sysmeta', {}).get(self.sysmeta_key):
-            return None
-        return HTTPServiceUnavailable(
-            body=b'This container is being moved to another storage '
-                 b'policy; writes are refused until the move is '
-                 b'complete.\n',
-            headers={'Retry-After': str(retry_after)},
-            content_type='text/plain')
+    def on(self, info):
+        """Whether container info (get_container_info's) carries the
+        mark."""
+        return bool(info.get('sysmeta', {}).get(self.sysmeta_key))
 
 
 class FlagMark(Mark):
@@ -282,7 +270,7 @@ class StagedRead(WSGIContext):
 
     def _moving(self, env):
         info = get_container_info(env, self.app, swift_source='MASS')
-        if info.get('sysmeta', {}).get(MIGRATING.sysmeta_key):
+        if MIGRATING.on(info):
             return True
         version, account, container, _obj = split_path(
             env['PATH_INFO'], 4, 4, True)
@@ -290,7 +278,7 @@ class StagedRead(WSGIContext):
             '/'.join(('', version, account, container))))
         staging = get_container_info(staging_env, self.app,
                                      swift_source='MASS')
-        return bool(staging.get('sysmeta', {}).get(MIGRATING.sysmeta_key))
+        return MIGRATING.on(staging)
 
     @staticmethod
     def applies(env):
@@ -306,6 +294,9 @@ MARKS = (MIGRATING, URGENT, OPT_OUT)
 # the marks on an account: one lookup of its info reads them all
 ACCOUNT_MARKS = (URGENT, OPT_OUT)
 NO_MARKS = frozenset()
+# How long a worker trusts the container servers' word that a container is
+# being moved before it asks them again (MovingContainers).
+MOVE_RECHECK_SECONDS = 1.0
 
 
 def taken_out(env):
@@ -313,6 +304,64 @@ def taken_out(env):
     removed from ``env``: a mark is not a forged tag, but passes on only
     as the sysmeta :meth:`Mark.take` makes of it."""
     return {mark: env.pop(mark.env_key, None) for mark in MARKS}
+
+
+class MovingContainers(object):
+    """Refuses writes to the containers :data:`MIGRATING` marks, as far
+    as this worker can tell.
+
+    The container info Swift caches may hold a mark the move already took
+    off: Swift clears its info cache before its POST reaches the container
+    servers, so a read in between caches the marked info again, for
+    ``recheck_container_existence`` (60 s by default), and a proxy that
+    shares no memcache with the one that took the POST keeps its own.  So
+    a write the cached info would refuse is refused only once a HEAD of the
+    container (which refreshes Swift's cache) shows the mark too, asked at
+    most once a :data:`MOVE_RECHECK_SECONDS` per container: a move that
+    failed, or ended, gives the container back within about a second.
+    When the container servers do not answer, the cached mark stands.
+
+    :param app: the proxy app right of Mass (container info, HEADs).
+    :param retry_after: the refusal's ``Retry-After``, in seconds.
+    :param clock: a callable returning seconds.
+    """
+
+    def __init__(self, app, retry_after, clock=time.monotonic):
+        self.app = app
+        self.retry_after = retry_after
+        self.confirmed = TTLCache(MAX_KNOWN, MOVE_RECHECK_SECONDS,
+                                  timer=clock)
+
+    def __call__(self, env):
+        """None if the request may go on, else the 503 to answer: a write
+        by anyone but a reseller admin to a marked container or one of its
+        objects."""
+        if env['REQUEST_METHOD'] not in WRITES or \
+                env.get('reseller_request'):
+            return None
+        try:
+            version, account, container, _ = split_path(
+                env['PATH_INFO'], 3, 4, True)
+        except ValueError:
+            return None  # an account request, or not a Swift path at all
+        if not MIGRATING.on(get_container_info(env, self.app,
+                                               swift_source='MASS')):
+            return None
+        if (account, container) not in self.confirmed:
+            head = make_pre_authed_request(
+                env, 'HEAD', '/'.join(('', version, account, container)),
+                swift_source='MASS').get_response(self.app)
+            if head.is_success or head.status_int == 404:
+                if not MIGRATING.on(headers_to_container_info(
+                        head.headers, head.status_int)):
+                    return None
+                self.confirmed[account, container] = True
+        return HTTPServiceUnavailable(
+            body=b'This container is being moved to another storage '
+                 b'policy; writes are refused until the move is '
+                 b'complete.\n',
+            headers={'Retry-After': str(self.retry_after)},
+            content_type='text/plain')
 
 
 class AccountMarks(object):

@@ -343,6 +343,8 @@ class MassMiddleware(object):
         self._loop_pid = None
         self.account_marks = marks.AccountMarks(
             app, self.conf.urgent_recheck_seconds, logger=self.logger)
+        self.moving_containers = marks.MovingContainers(
+            app, self.conf.migrate_retry_after)
         # observe mode without the control loop has no use for them
         self._looks_up_marks = self.conf.active or self.conf.control_loop
         if not self.conf.active:
@@ -397,8 +399,7 @@ class MassMiddleware(object):
                 untag(env)
             elif marks.URGENT in found and self.conf.active:
                 env[tags.URGENT_ENV] = tags.URGENT
-        return marks.MIGRATING.refusal(env, self.app,
-                                       self.conf.migrate_retry_after)
+        return self.moving_containers(env)
 
     def _tag(self, env, tenant):
         """Tag a tenant's request with its tenant (in the environ only: the

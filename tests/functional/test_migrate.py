@@ -37,11 +37,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
+from swift.common.memcached import load_memcache
+from swift.common.utils import readconf
+from swift.proxy.controllers.base import get_cache_key
 
-from tests.functional.conftest import PROXY, ROOT
+from swift_mass.proxy import marks
+from tests.functional.conftest import PROXY, PROXY_CONF, ROOT, Tenant
+from tests.functional.test_cache import MemcacheLogger
+from tests.functional.waiting import until
 
-OPERATOR = {'ST_AUTH': PROXY + '/auth/v1.0', 'ST_USER': 'admin:admin',
-            'ST_KEY': 'admin'}
+OPERATOR_USER = ('admin:admin', 'admin')
+OPERATOR = {'ST_AUTH': PROXY + '/auth/v1.0', 'ST_USER': OPERATOR_USER[0],
+            'ST_KEY': OPERATOR_USER[1]}
 OBJECTS = 1000
 # the SAIO's object servers have four mass_queue slots per device: more
 # concurrent clients get 503s, and the proxy error-limits the nodes
@@ -491,3 +498,40 @@ def test_a_failed_run_leaves_the_container_writable(tenant, moved):
     assert body_of(tenant, container, 'meanwhile') == (200, b'x')
     for i in range(5):
         assert body_of(tenant, container, 'obj-%d' % i) == (200, b'%d' % i)
+
+
+def test_a_mark_cached_after_it_was_taken_off_refuses_no_write_for_long(
+        tenant, container):
+    """Swift clears its info cache before its POST reaches the container
+    servers: a read in between caches the marked info again, for
+    recheck_container_existence (60 s).  That race (played here by putting
+    the marked info back into memcache once the mark is off) must not keep
+    the container's writes refused: a worker asks the container servers
+    before it refuses (a CI run's faults test waited 30 s in vain)."""
+    admin = Tenant(*OPERATOR_USER)
+    key = get_cache_key(tenant.account, container)
+    memcache = load_memcache(readconf(PROXY_CONF, 'filter:mass'),
+                             MemcacheLogger())
+
+    def mark(value):
+        assert requests.post('%s/%s' % (tenant.url, q(container)),
+                             timeout=20, headers={
+                                 'X-Auth-Token': admin.token,
+                                 'X-Mass-Migrating': value}).status_code == 204
+    mark('target=bulk; since=1')
+    try:
+        refused = tenant.request('PUT', '/%s/refused' % container, data=b'x')
+        assert refused.status_code == 503, refused.status_code
+        marked = memcache.get(key)
+        assert marked['sysmeta'].get(marks.MIGRATING.sysmeta_key), marked
+    finally:
+        mark('')
+    memcache.set(key, marked, time=60)
+    taken_off = time.time()
+    until(lambda: tenant.request('PUT', '/%s/written' % container,
+                                 data=b'x').status_code == 201,
+          10, 'a write once the mark was taken off')
+    # the workers that confirmed the mark ask again after a second
+    assert time.time() - taken_off < 2 * marks.MOVE_RECHECK_SECONDS + 1.0
+    assert not (memcache.get(key) or {}).get('sysmeta', {}).get(
+        marks.MIGRATING.sysmeta_key)
