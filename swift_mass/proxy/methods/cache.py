@@ -71,7 +71,7 @@ from swift.common.memcached import load_memcache
 from swift.common.request_helpers import get_sys_meta_prefix
 from swift.common.constraints import check_utf8
 from swift.common.swob import Request, wsgi_to_str
-from swift.common.utils import Timestamp
+from swift.common.utils import Timestamp, close_if_possible
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
@@ -389,18 +389,33 @@ class CacheMethod(base.Method):
         self._count(env, 'miss')
         storing = self._plain_get(env)
         validity = written = None
+        added_newest = False
         if storing:
             validity, written = read if read is not None else \
                 self.validity_check.current(env, key)
-            if validity is not None and written is None:
+            if validity is not None and written is None and \
+                    'HTTP_X_NEWEST' not in env:
                 # No write of this object was recorded since its tenant's
                 # writes were bumped: one made before may have missed the
                 # replica the proxy would read, and what is cached here is
                 # served by every proxy, where Swift alone would serve it
                 # only from that replica until replication repaired it.
                 env['HTTP_X_NEWEST'] = 'true'
+                added_newest = True
         ctx = WSGIContext(app)
         app_iter = ctx._app_call(env)
+        if added_newest and ctx._get_status_int() == 200 and \
+                base.content_length(ctx._response_headers) is None:
+            # Swift's X-Newest read that meets a DELETE between its reads
+            # of the replicas answers 200 with no body and the deleted
+            # version's ETag (its best_response, once the newer tombstone
+            # set the 200s aside): the client gets the read as Swift alone
+            # would have sent it, and nothing is cached.
+            close_if_possible(app_iter)
+            del env['HTTP_X_NEWEST']
+            ctx = WSGIContext(app)
+            app_iter = ctx._app_call(env)
+            storing = False
         headers = [(k, v) for k, v in ctx._response_headers
                    if k.lower() != CACHE_HEADER.lower()]
         headers.append((CACHE_HEADER, 'miss'))

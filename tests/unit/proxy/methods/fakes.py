@@ -16,8 +16,9 @@ tests/unit/conftest.py)."""
 import os
 
 from swift.common.request_helpers import resolve_etag_is_at_header
-from swift.common.swob import HTTPForbidden, Request, Response
+from swift.common.swob import HTTPForbidden, HTTPOk, Request, Response
 from swift.common.utils import Timestamp, md5
+from swift.proxy.controllers.base import update_headers
 
 from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.redis_store import RedisStore
@@ -66,6 +67,10 @@ class Swift(object):
         #: read without X-Newest gets it, as when the proxy picks that
         #: replica first
         self.lagging = {}
+        #: paths whose X-Newest GET meets a DELETE between its reads of
+        #: the replicas: the DELETE happens, and the GET gets what Swift's
+        #: best_response makes of two 200s its newer 404 set aside
+        self.deleted_during_newest = set()
 
     def object_requests(self, method=None):
         return [r for r in self.requests if r[1].count('/') == 4 and
@@ -160,9 +165,25 @@ class Swift(object):
         return headers
 
     def GET(self, req):
-        if req.path in self.lagging and \
-                req.headers.get('X-Newest', '').lower() != 'true':
+        newest = req.headers.get('X-Newest', '').lower() == 'true'
+        if req.path in self.lagging and not newest:
             return self.respond(req, self.lagging[req.path])
+        if newest and req.method == 'GET' and \
+                req.path in self.deleted_during_newest:
+            self.deleted_during_newest.discard(req.path)
+            obj = self.objects[req.path]
+            self.DELETE(Request.blank(req.environ['PATH_INFO'],
+                                      method='DELETE'))
+            # swift.proxy.controllers.base.Controller.best_response: the
+            # first 200's headers (its Content-Length dropped), no body
+            resp = HTTPOk(request=req)
+            resp.body = None
+            update_headers(resp, dict(
+                self.headers_of(obj), **{
+                    'Content-Length': str(len(obj['body'])),
+                    'Etag': md5(obj['body'],
+                                usedforsecurity=False).hexdigest()}))
+            return resp
         return self.respond(req, self.objects.get(req.path))
 
     def respond(self, req, obj):

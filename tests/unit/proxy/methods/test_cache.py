@@ -147,6 +147,26 @@ def test_a_replica_that_missed_a_write_before_the_cache_fills_nothing(
     assert [r[3].get('X-Newest') for r in gets] == ['true']
 
 
+def test_a_delete_during_the_newest_read_never_serves_an_empty_200(prefix):
+    """Swift's X-Newest GET that meets a DELETE between its reads of the
+    replicas answers 200 with no body and the deleted version's ETag (its
+    best_response, once the newer tombstone set the 200s aside); a plain
+    GET, as Swift alone sends it, gets the 404.  The read the cache sends
+    as X-Newest must answer as the plain one would (a CI run's migrate
+    copy got the empty 200, through Swift's copy, which reads X-Newest)."""
+    mass, swift, _ = make(prefix)
+    swift.write(PATH, b'old')  # before the tenant had the cache: no record
+    swift.deleted_during_newest.add(PATH)
+    resp = call(mass)
+    assert resp.status_int == 404, (resp.status_int, resp.body)
+    assert PATH not in swift.objects
+    gets = swift.object_requests('GET')
+    assert [r[3].get('X-Newest') for r in gets] == ['true', None]
+    # and nothing was cached: the next read is a miss, a 404 too
+    resp = call(mass)
+    assert (resp.status_int, resp.headers['X-Mass-Cache']) == (404, 'miss')
+
+
 def test_a_recorded_write_needs_no_newest_replica(prefix):
     mass, swift, _ = make(prefix)
     put(mass, b'new')
