@@ -46,32 +46,39 @@ class ObjectMover(object):
         client's later write or tombstone, which Swift keeps.  Into a
         staging container, where only the move writes, a later write is
         an error: a proxy that does not keep the move's X-Timestamp."""
-        try:
-            raw = self.account.head_object(source, name)
-            kind = kind_of(raw)
-            plain = self.account.head_object(source, name, None) \
-                if kind == 'slo' else None
-        except ClientException as err:
-            if http_status(err) == 404:
-                return GONE, None
-            raise
-        version = raw['x-timestamp']
-        path = urllib.parse.quote('/%s/%s' % (source, name))
-        self.account.lock.check()
-        try:
-            self.account.conn.put_object(
-                dest, name, b'', content_length=0,
-                headers={'X-Copy-From': path,
-                         'X-Timestamp': stamp(version, self.base, role)},
-                query_string=copy_query(kind))
-        except ClientException as err:
-            # The copy found no source: a client deleted it since the
-            # HEAD, or the HEAD was answered by a replica that missed the
-            # delete.  Not copied in this pass: the next pass lists the
-            # object again if it is still there.
-            if http_status(err) == 404:
-                return GONE, None
-            raise
+        for attempt in range(PASSES):
+            try:
+                raw = self.account.head_object(source, name)
+                kind = kind_of(raw)
+                plain = self.account.head_object(source, name, None) \
+                    if kind == 'slo' else None
+            except ClientException as err:
+                if http_status(err) == 404:
+                    return GONE, None
+                raise
+            version = raw['x-timestamp']
+            path = urllib.parse.quote('/%s/%s' % (source, name))
+            self.account.lock.check()
+            try:
+                self.account.conn.put_object(
+                    dest, name, b'', content_length=0,
+                    headers={'X-Copy-From': path,
+                             'X-Timestamp': stamp(version, self.base, role)},
+                    query_string=copy_query(kind))
+                break
+            except ClientException as err:
+                # The copy found no source: a client deleted it since the
+                # HEAD, or the HEAD was answered by a replica that missed
+                # the delete.  Not copied in this pass: the next pass
+                # lists the object again if it is still there.
+                if http_status(err) == 404:
+                    return GONE, None
+                # Swift's copy reads the source X-Newest; a DELETE that
+                # lands between its reads of the replicas gets it a 200
+                # with no body and the deleted version's ETag, and so the
+                # PUT a 422: the copy is made again, from the HEAD.
+                if http_status(err) != 422 or attempt == PASSES - 1:
+                    raise
         # whatever the PUT was answered (a retried one is 202), the copy
         # is what the object servers keep now
         outcome = self._check_copy(source, dest, name, version, kind,
