@@ -417,12 +417,15 @@ class Bench(object):
 
     def watch(self, start, warmup, seconds, label):
         """From the warm-up's start to the window's end: the policy table
-        each second and the machine at the window's start and end;
-        (policy samples, where the time went)."""
+        each second, the machine at the window's start and end, and in
+        each second of the window (Sampler.pulse); (policy samples,
+        where the time went, the machine per second)."""
         window_start = start + warmup
-        samples, before = [], None
+        samples, before, pulses = [], None, []
         for tick in summary.window_ticks(warmup, seconds):
             clients.sleep_until(window_start + tick)
+            if tick >= 0:
+                pulses.append(self.sampler.pulse())
             if before is None and tick >= 0:
                 before = self.sampler.snapshot()
             if tick >= seconds:
@@ -433,7 +436,7 @@ class Bench(object):
                 label, max(0.0, tick), seconds), end='\r')
         where = resources.between(before, self.sampler.snapshot())
         self.progress(' ' * 40, end='\r')
-        return samples, where
+        return samples, where, resources.per_second(pulses)
 
     @staticmethod
     def collect(procs, results, seconds):
@@ -473,11 +476,12 @@ class Bench(object):
         start = time.time() + 0.5
         procs, results = self.start_clients(active, prepared, start, warmup,
                                             start + warmup + seconds)
-        samples, where = self.watch(start, warmup, seconds, label)
+        samples, where, machine = self.watch(start, warmup, seconds, label)
         collected = self.collect(procs, results, seconds)
         out = {tenant.label: self.tenant_figures(
             tenant.label, collected[tenant.label][0], workload, warmup,
             seconds, samples) for tenant, workload in active}
+        timelines = {label: f['timeline']['ops'] for label, f in out.items()}
         load = sum(cpu for _, cpu in collected.values())
         where['cpu_seconds'] = dict(where.get('cpu_seconds') or {},
                                     **{resources.LOAD_GENERATOR: load})
@@ -487,7 +491,8 @@ class Bench(object):
                 'mass_in_pipeline': self.mass_in_pipeline(),
                 'tenants': out, 'policy': samples,
                 'classes': [[t, summary.classes_of(s)] for t, s in samples],
-                'resources': where,
+                'resources': where, 'machine': machine,
+                'stalls': resources.stalls(timelines, machine),
                 'load_generator': {
                     'cpu_seconds': load, 'cores': os.cpu_count(),
                     'machine_pct': resources.machine_share(load, seconds)},

@@ -159,11 +159,27 @@ def _mark_decisions(ax, did, color):
 
 def mode_timeline(runs, mode, path):
     """Every run of a mode: per tenant a panel, per run a line of its
-    operations/s in each second of the window."""
+    operations/s in each second of the window; and where the machine
+    recorded it (resources.per_second), a last panel of the share of each
+    second in which every task that could run waited for I/O (io full)."""
     plt = _pyplot()
     labels = sorted({label for run in runs for label in run['tenants']})
-    fig, axes = plt.subplots(len(labels), 1, sharex=True, squeeze=False,
-                             figsize=(9, 1.2 + 1.8 * len(labels)))
+    pressure = any(s.get('io_full_pct') is not None
+                   for run in runs for s in run.get('machine') or ())
+    fig, axes = plt.subplots(len(labels) + pressure, 1, sharex=True,
+                             squeeze=False,
+                             figsize=(9, 1.2 + 1.8 * (len(labels) +
+                                                      pressure)))
+    if pressure:
+        ax = axes[-1, 0]
+        for run in runs:
+            shares = [s.get('io_full_pct') for s in run.get('machine') or ()]
+            ax.plot([i + 0.5 for i in range(len(shares))],
+                    [v if v is not None else float('nan') for v in shares],
+                    linewidth=1,
+                    linestyle='--' if run.get('control') else '-')
+        ax.set_ylim(0, 100)
+        ax.set_ylabel('io full\n% of the s')
     for ax, label in zip(axes[:, 0], labels):
         for run in runs:
             figures = run['tenants'].get(label)

@@ -57,6 +57,9 @@ def format_run(run):
         lines += format_mass(run, f.get('mass'))
     if 'resources' in run:
         lines.append(resources.format_line(run['resources']))
+    stalls = resources.format_stalls(run.get('stalls'))
+    if stalls:
+        lines.append(stalls)
     if run.get('load_generator'):
         lines.append(format_load_generator(run['load_generator']))
     if run.get('costs'):

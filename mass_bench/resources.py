@@ -36,6 +36,15 @@ measured time.
   when it cannot be asked.  The bench's own reads of the policy table
   (one a second) are among them.
 
+And in every second of the window (:meth:`Sampler.pulse`, cheap enough to take
+each second: two files read), the CPU's busy and iowait shares and the
+kernel's pressure stall information (/proc/pressure): the share of the
+second in which some task waited for a core (``cpu_some``), some task
+waited for I/O (``io_some``) and every task that could run waited for I/O
+(``io_full``).  :func:`stalls` sets the seconds in which a tenant
+completed nothing against the others: whether it waited for the devices
+or for the CPU.
+
 From these, per run, the cost per operation (:func:`per_operation`):
 CPU milliseconds per group, device I/Os per class and Redis commands,
 each divided by the operations all tenants together completed in the
@@ -56,6 +65,9 @@ from swift_mass.conf import SECTION
 
 PROC = '/proc'
 PROC_STAT = '/proc/stat'
+PROC_PRESSURE = '/proc/pressure'
+# (file under PROC_PRESSURE, its line): the pressure totals a pulse keeps
+PRESSURES = (('cpu', 'some'), ('io', 'some'), ('io', 'full'))
 DIRECTIONS = (('read', 'reads'), ('write', 'writes'))
 # (group, what the name of its program or script contains), first match
 PROCESS_GROUPS = (('proxy', 'proxy-server'), ('object', 'object-server'),
@@ -84,6 +96,106 @@ def cpu_times(path=PROC_STAT):
                 return {'total': sum(v[:8]), 'busy': sum(v[:8]) - idle -
                         iowait - v[7], 'iowait': iowait}
     return None
+
+
+def pressure_totals(path=PROC_PRESSURE):
+    """{'cpu_some', 'io_some', 'io_full'}: the microseconds since boot
+    in which some task waited for a core, some task waited for I/O, and
+    every task that could run waited for I/O (the kernel's pressure stall
+    information); None where the kernel keeps none."""
+    totals = {}
+    try:
+        for name in sorted({n for n, _ in PRESSURES}):
+            with open(os.path.join(path, name)) as fp:
+                for line in fp:
+                    kind, *fields = line.split()
+                    if (name, kind) not in PRESSURES:
+                        continue
+                    for field in fields:
+                        if field.startswith('total='):
+                            totals['%s_%s' % (name, kind)] = int(
+                                field[len('total='):])
+    except (OSError, ValueError):
+        return None
+    return totals
+
+
+def second_between(before, after):
+    """What the machine did between two pulses: busy_pct and
+    iowait_pct (:func:`cpu_share`), and cpu_some_pct, io_some_pct and
+    io_full_pct (the pressure totals' growth over the wall time); None
+    for what is not known."""
+    seconds = after['time'] - before['time']
+    out = cpu_share(before['cpu'], after['cpu']) or {
+        'busy_pct': None, 'iowait_pct': None}
+    was, now = before.get('pressure') or {}, after.get('pressure') or {}
+    for name, kind in PRESSURES:
+        key = '%s_%s' % (name, kind)
+        out[key + '_pct'] = 100.0 * (now[key] - was[key]) / (
+            seconds * 1e6) if key in was and key in now and \
+            seconds > 0 else None
+    return out
+
+
+def per_second(pulses):
+    """:func:`second_between` of each two pulses in a row."""
+    return [second_between(a, b) for a, b in zip(pulses, pulses[1:])]
+
+
+STALL_FIGURES = ('busy_pct', 'iowait_pct', 'cpu_some_pct', 'io_some_pct',
+                 'io_full_pct')
+
+
+def _mean_figures(seconds):
+    out = {}
+    for key in STALL_FIGURES:
+        values = [s[key] for s in seconds if s.get(key) is not None]
+        out[key] = statistics.mean(values) if values else None
+    return out
+
+
+def stalls(timelines, machine):
+    """The seconds of a window in which some tenant completed nothing
+    while another completed something, against the others.
+    ``timelines``: {tenant: operations completed in each second};
+    ``machine``: :func:`per_second` of the same window.  {'stalled':
+    {'seconds', 'tenants': {tenant: seconds it made nothing}, and the
+    machine's mean figures in those seconds}, 'others': the same for the
+    other seconds}; None without both."""
+    if not timelines or not machine:
+        return None
+    stalled, others, by_tenant = [], [], {}
+    for second, figures in enumerate(machine):
+        ops = {label: ops[second] for label, ops in timelines.items()
+               if second < len(ops)}
+        idle = [label for label, n in ops.items() if n == 0]
+        if idle and any(ops.values()):
+            stalled.append(figures)
+            for label in idle:
+                by_tenant[label] = by_tenant.get(label, 0) + 1
+        else:
+            others.append(figures)
+    return {'stalled': dict(_mean_figures(stalled), seconds=len(stalled),
+                            tenants=by_tenant),
+            'others': dict(_mean_figures(others), seconds=len(others))}
+
+
+def format_stalls(found):
+    """One line of :func:`stalls`, or None."""
+    if not found or not found['stalled']['seconds']:
+        return None
+
+    def figures(part):
+        return ', '.join('%s %s' % (name, _pct(part[key])) for name, key in (
+            ('CPU busy', 'busy_pct'), ('io full', 'io_full_pct'),
+            ('io some', 'io_some_pct'), ('cpu some', 'cpu_some_pct')))
+    tenants = ', '.join('%s %d s' % (label, n) for label, n in sorted(
+        found['stalled']['tenants'].items()))
+    return ('    stalls: %d s with a tenant at 0 ops/s (%s): %s; the other '
+            '%d s: %s' % (found['stalled']['seconds'], tenants,
+                          figures(found['stalled']),
+                          found['others']['seconds'],
+                          figures(found['others'])))
 
 
 def saio_devices(saio, timeout=30):
@@ -228,9 +340,16 @@ class Sampler(object):
 
     def __init__(self, devices=lambda: None, cpu=cpu_times,
                  clock=time.time, processes=process_cpu,
-                 redis=lambda: None):
+                 redis=lambda: None, pressure=pressure_totals):
         self.devices, self.cpu, self.clock = devices, cpu, clock
         self.processes, self.redis = processes, redis
+        self.pressure = pressure
+
+    def pulse(self):
+        """A snapshot light enough for every second of a run: the time,
+        the CPU's jiffies and the pressure totals."""
+        return {'time': self.clock(), 'cpu': self.cpu(),
+                'pressure': self.pressure()}
 
     def snapshot(self):
         began = self.clock()

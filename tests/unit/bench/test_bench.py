@@ -549,6 +549,9 @@ def test_the_aa_band_is_default_times_the_control_spread():
 def test_timelines_of_every_run_per_mode(tmp_path):
     runs = comparison()
     runs[-1]['tenants']['photos']['timeline']['ops'] = [150, 0, 150]
+    # the machine's seconds, where the bench recorded them (a last panel)
+    runs[-1]['machine'] = [{'io_full_pct': 10.0}, {'io_full_pct': None},
+                           {'io_full_pct': 60.0}]
     runs[-1]['tenants']['photos']['mass'] = {'decisions': [
         {'t': 1.0, 'decision': 'deleted', 'class': 'read',
          'substore': '', 'method': 'none', 'reason': 'worse'}]}

@@ -186,6 +186,7 @@ class FakeSampler(object):
     def __init__(self, devices):
         self.devices = list(devices)
         self.taken = []
+        self.pulses = []
 
     def snapshot(self):
         n = len(self.taken)
@@ -193,6 +194,14 @@ class FakeSampler(object):
         return {'time': 10.0 * n, 'cpu': {'total': 1000 * n,
                                           'busy': 600 * n, 'iowait': 100 * n},
                 'devices': self.devices[n]}
+
+    def pulse(self):
+        n = len(self.pulses)
+        self.pulses.append(time.time())
+        return {'time': float(n), 'cpu': {'total': 200 * n, 'busy': 150 * n,
+                                          'iowait': 20 * n},
+                'pressure': {'cpu_some': 100000 * n, 'io_some': 400000 * n,
+                             'io_full': 250000 * n}}
 
 
 def hdd(writes, passed):
@@ -250,6 +259,12 @@ def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
     assert costs['redis_commands'] is None
     f = result['tenants']['photos']
     assert f['gets'] > 0 and 0 < f['hit_ratio'] < 1
+    # and the machine in each second of the window (one here)
+    assert len(sampler.pulses) == 2
+    assert result['machine'] == [{
+        'busy_pct': 75.0, 'iowait_pct': 10.0, 'cpu_some_pct': 10.0,
+        'io_some_pct': 40.0, 'io_full_pct': 25.0}]
+    assert result['stalls']['others']['seconds'] == 1
     text = report.format_run(result)
     assert 'where: CPU 60% busy, 10% iowait' in text
     assert 'load generator: %.0f %% of the machine' % result[

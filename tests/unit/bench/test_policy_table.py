@@ -186,6 +186,9 @@ class FakeSampler(object):
     def snapshot(self):
         return {'time': time.time(), 'cpu': None, 'devices': None}
 
+    def pulse(self):
+        return {'time': time.time(), 'cpu': None, 'pressure': None}
+
 
 @pytest.mark.filterwarnings('ignore:Using fork')
 def test_a_run_records_what_mass_did_each_second(monkeypatch):

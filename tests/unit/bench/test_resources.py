@@ -436,3 +436,80 @@ def test_cost_table_per_mode():
     assert 'cost per operation' in text
     plain = resources.format_costs({'mass': dict(costs(1.0, None, None))})
     assert 'device I/Os: not sampled' in plain
+
+
+PRESSURE_FILES = {
+    'cpu': 'some avg10=1.00 avg60=0.50 avg300=0.10 total=1500000\n'
+           'full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n',
+    'io': 'some avg10=9.00 avg60=5.00 avg300=1.00 total=7000000\n'
+          'full avg10=4.00 avg60=2.00 avg300=0.50 total=3000000\n'}
+
+
+def test_pressure_totals_read_the_kernels_files(tmp_path):
+    for name, text in PRESSURE_FILES.items():
+        (tmp_path / name).write_text(text)
+    assert resources.pressure_totals(str(tmp_path)) == {
+        'cpu_some': 1500000, 'io_some': 7000000, 'io_full': 3000000}
+    # a kernel without pressure stall information
+    assert resources.pressure_totals(str(tmp_path / 'none')) is None
+
+
+def test_a_pulse_is_the_time_the_cpu_and_the_pressure():
+    sampler = resources.Sampler(cpu=lambda: {'total': 1}, clock=lambda: 5.0,
+                                pressure=lambda: {'io_full': 2},
+                                processes=None)
+    assert sampler.pulse() == {'time': 5.0, 'cpu': {'total': 1},
+                               'pressure': {'io_full': 2}}
+
+
+def pulse(t, busy, iowait, cpu_some, io_some, io_full):
+    return {'time': t, 'cpu': {'total': 100 * t, 'busy': busy,
+                               'iowait': iowait},
+            'pressure': {'cpu_some': cpu_some, 'io_some': io_some,
+                         'io_full': io_full}}
+
+
+def test_per_second_shares_of_the_wall_time():
+    seconds = resources.per_second([
+        pulse(0, 0, 0, 0, 0, 0), pulse(1, 90, 5, 800000, 100000, 0),
+        pulse(2, 110, 80, 900000, 1000000, 700000)])
+    assert seconds == [
+        {'busy_pct': 90.0, 'iowait_pct': 5.0, 'cpu_some_pct': 80.0,
+         'io_some_pct': 10.0, 'io_full_pct': 0.0},
+        {'busy_pct': 20.0, 'iowait_pct': 75.0, 'cpu_some_pct': 10.0,
+         'io_some_pct': 90.0, 'io_full_pct': 70.0}]
+    # without pressure stall information, the CPU only
+    plain = dict(pulse(1, 50, 0, 0, 0, 0), pressure=None)
+    assert resources.second_between(
+        dict(plain, time=0, cpu={'total': 0, 'busy': 0, 'iowait': 0}),
+        plain) == {'busy_pct': 50.0, 'iowait_pct': 0.0,
+                   'cpu_some_pct': None, 'io_some_pct': None,
+                   'io_full_pct': None}
+
+
+def test_stalls_set_the_seconds_a_tenant_made_nothing_against_the_rest():
+    machine = [{'busy_pct': 99.0, 'iowait_pct': 0.0, 'cpu_some_pct': 90.0,
+                'io_some_pct': 10.0, 'io_full_pct': 0.0},
+               {'busy_pct': 40.0, 'iowait_pct': 50.0, 'cpu_some_pct': 5.0,
+                'io_some_pct': 95.0, 'io_full_pct': 60.0},
+               {'busy_pct': 50.0, 'iowait_pct': 40.0, 'cpu_some_pct': 15.0,
+                'io_some_pct': 85.0, 'io_full_pct': 40.0},
+               # nobody made anything: not a stall of one tenant
+               {'busy_pct': 1.0, 'iowait_pct': 0.0, 'cpu_some_pct': 0.0,
+                'io_some_pct': 0.0, 'io_full_pct': 0.0}]
+    found = resources.stalls({'A': [100, 250, 240, 0], 'B': [5, 0, 0, 0],
+                              'C': [3, 0, 1, 0]}, machine)
+    assert found['stalled'] == {
+        'seconds': 2, 'tenants': {'B': 2, 'C': 1}, 'busy_pct': 45.0,
+        'iowait_pct': 45.0, 'cpu_some_pct': 10.0, 'io_some_pct': 90.0,
+        'io_full_pct': 50.0}
+    assert found['others']['seconds'] == 2
+    assert found['others']['busy_pct'] == 50.0
+    line = resources.format_stalls(found)
+    assert line.startswith('    stalls: 2 s with a tenant at 0 ops/s '
+                           '(B 2 s, C 1 s): CPU busy 45%, io full 50%')
+    assert 'the other 2 s: CPU busy 50%' in line
+    # no stall, nothing to say; nothing known, nothing found
+    assert resources.format_stalls(resources.stalls(
+        {'A': [1, 1]}, machine[:2])) is None
+    assert resources.stalls({'A': [1]}, []) is None
