@@ -240,6 +240,8 @@ class Bench(object):
         self.settle = settle
         self.pinned = set()
         self.run_number = 0
+        # {tenant label: the storage policy of its container this run}
+        self.container_policies = {}
         self.pipeline = None  # 'with' or 'without' once switched
         # where the time went: the CPU, the process groups, the hetero
         # profile's devices and the commands of the proxies' Redis
@@ -342,11 +344,15 @@ class Bench(object):
         create = dict(headers)
         if workload.policy:
             create['X-Storage-Policy'] = workload.policy
-        status, _, _ = clients.Connection(tenant.url).request(
-            'PUT', '/' + container, create)
+        conn = clients.Connection(tenant.url)
+        status, _, _ = conn.request('PUT', '/' + container, create)
         if status // 100 != 2:
             raise RuntimeError('cannot create %s for %s: %d' % (
                 container, tenant.label, status))
+        # where Mass's routing (or its absence) put it, for the figures
+        _, created, _ = conn.request('HEAD', '/' + container, headers)
+        self.container_policies[tenant.label] = created.get(
+            'x-storage-policy')
         if workload.share('GET', 'HEAD', 'DELETE') == 0 and not (
                 workload.overwrite and workload.share('PUT')):
             return []
@@ -458,6 +464,7 @@ class Bench(object):
         figures = summary.summarise(rows, 0.0, seconds)
         figures['timeline'] = summary.timeline(rows, seconds)
         figures['workload'] = workload.name
+        figures['container_policy'] = self.container_policies.get(label)
         figures['concurrency'] = workload.concurrency
         figures['mass'] = policy_table.what_mass_did(
             samples, label, seconds, judged=self.mass_in_pipeline())

@@ -49,11 +49,13 @@ def format_run(run):
     lines = []
     for label, f in sorted(run['tenants'].items()):
         hits = f.get('hit_ratio')
+        policy = f.get('container_policy')
         lines.append('    %-10s %-18s %8.1f ops/s %7.2f MB/s mean %7s ms '
-                     'p99 %7s ms errors %d%s' % (
+                     'p99 %7s ms errors %d%s%s' % (
                          label, f['workload'], f['ops_per_s'], f['mb_per_s'],
                          _ms(f['mean_ms']), _ms(f['p99_ms']), f['errors'],
-                         '' if hits is None else ' hits %s %%' % _hit(hits)))
+                         '' if hits is None else ' hits %s %%' % _hit(hits),
+                         ' in %s' % policy if policy else ''))
         lines += format_mass(run, f.get('mass'))
     if 'resources' in run:
         lines.append(resources.format_line(run['resources']))

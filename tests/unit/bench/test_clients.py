@@ -42,6 +42,8 @@ class FakeConnection(object):
             return 201, {}, 0
         if method == 'DELETE':
             return 204, {}, 0
+        if method == 'HEAD' and path.count('/') == 1:  # a container
+            return 204, {'x-storage-policy': 'fast'}, 0
         if name in self.missing:
             return 404, {}, 0
         cache = 'hit' if name in self.hot else 'miss'
@@ -259,6 +261,8 @@ def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
     assert costs['redis_commands'] is None
     f = result['tenants']['photos']
     assert f['gets'] > 0 and 0 < f['hit_ratio'] < 1
+    # where its container landed
+    assert f['container_policy'] == 'fast'
     # and the machine in each second of the window (one here)
     assert len(sampler.pulses) == 2
     assert result['machine'] == [{
@@ -267,6 +271,7 @@ def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
     assert result['stalls']['others']['seconds'] == 1
     text = report.format_run(result)
     assert 'where: CPU 60% busy, 10% iowait' in text
+    assert ' in fast\n' in text
     assert 'load generator: %.0f %% of the machine' % result[
         'load_generator']['machine_pct'] in text
     if expected:
@@ -370,11 +375,12 @@ def test_a_run_settles_after_seeding_every_tenant(fake_proxy, monkeypatch):
     monkeypatch.setattr(bench.Bench, 'policy_sample', lambda self: None)
     b.run({t: t.workload for t in tenants}, 'test')
     (when, seeded), = synced
-    # both tenants' containers and 3 starting objects each were written
-    # before the sync
-    assert seeded == 8
-    assert [op for op, _ in fake_proxy.log[:8]] == ['PUT'] * 8
-    assert sorted(n for _, n in fake_proxy.log[:8] if n.startswith(
+    # both tenants' containers (each HEADed once made: its policy) and 3
+    # starting objects each were written before the sync
+    assert seeded == 10
+    assert sorted(op for op, _ in fake_proxy.log[:10]) == \
+        ['HEAD'] * 2 + ['PUT'] * 8
+    assert sorted(n for _, n in fake_proxy.log[:10] if n.startswith(
         'seed-')) == ['seed-00000'] * 2 + ['seed-00001'] * 2 + \
         ['seed-00002'] * 2
     # the window began settle + 0.5 s + the warm-up after it
