@@ -536,6 +536,7 @@ class Bench(object):
         self.unpin()
         return {'runs': runs, 'summary': summary.summary(runs, modes),
                 'per_tenant': summary.per_tenant_summary(runs, modes),
+                'between': summary.between_modes(runs, modes),
                 'resources': summary.resource_summary(runs, modes),
                 'costs': summary.cost_summary(runs, modes)}
 

@@ -139,6 +139,24 @@ def format_spreads(result):
         for label, s in spreads]
 
 
+def format_between(between):
+    """Lines of summary.between_modes: per pair of modes, per tenant the
+    median throughput ratio, its interval and its cycles."""
+    lines = []
+    for pair, tenants in sorted(between.items()):
+        if not tenants:
+            continue
+        lines.append('%s ops/s in the same cycle: median [95 %% interval] '
+                     '(cycles)' % pair)
+        for label, r in sorted(tenants.items()):
+            lines.append('  %-10s x%.3f [%.3f-%.3f]%s (%s)' % (
+                label, r['median'], r['interval']['low'],
+                r['interval']['high'],
+                '' if r.get('verdict') == 'difference' else ' ~',
+                ', '.join('%.3f' % c for c in r['cycles'])))
+    return lines
+
+
 def format_flags(runs):
     flags = flagged_runs(runs)
     if not flags:
@@ -163,6 +181,7 @@ def format_summary(result):
                  'hit %%: GETs answered from the cache (X-Mass-Cache: hit) '
                  'among successful GETs' % (ALL, GEOMEAN))
     lines += format_spreads(result)
+    lines += format_between(result.get('between') or {})
     lines += format_flags(result.get('runs') or [])
     if result.get('resources'):
         lines += ['', resources.format_table(result['resources'])]

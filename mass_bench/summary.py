@@ -224,6 +224,34 @@ def per_tenant_summary(runs, modes):
     return out
 
 
+def between_modes(runs, modes):
+    """Each later mode against each earlier one but default (``mass``
+    against ``static``, say) in the same cycle: {'MODE/OTHER': {tenant
+    (and ALL): ratio_summary of the per-cycle throughput ratios, with the
+    A/A control's spread}}; {} with fewer than two such modes."""
+    others = [m for m in modes if m != 'default']
+    by = by_label_and_cycle(runs)
+    out = {}
+    for i, other in enumerate(others):
+        for mode in others[i + 1:]:
+            pair = out['%s/%s' % (mode, other)] = {}
+            for label in sorted({label for label, _ in by}):
+                cycles = [by[k] for k in sorted(by) if k[0] == label]
+                summed = ratio_summary(
+                    [_between(c, mode, other) for c in cycles],
+                    [_ratio(c, 'control', 'ops_per_s') for c in cycles])
+                if summed is not None:
+                    pair[label] = summed
+    return out
+
+
+def _between(cycle, mode, other):
+    if mode not in cycle or other not in cycle:
+        return None
+    base, value = cycle[other]['ops_per_s'], cycle[mode]['ops_per_s']
+    return value / base if base and value is not None else None
+
+
 def _runs_of(runs, mode):
     return [r for r in runs if (r['control'] if mode == 'control'
                                 else r['mode'] == mode and

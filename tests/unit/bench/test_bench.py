@@ -598,3 +598,24 @@ def test_the_kernels_autogroup_setting_is_read(tmp_path):
     assert bench.autogroup(str(flag)) is False
     assert bench.autogroup(str(tmp_path / 'absent')) is None
     assert 'sched_autogroup' in bench.machine()
+
+
+def test_mass_against_static_in_the_same_cycle():
+    runs = comparison()
+    for cycle, ops in enumerate((140, 150, 150)):
+        runs.append(fake_run('static', cycle, False, ops, 5.0))
+    between = summary.between_modes(runs, ['default', 'static', 'mass'])
+    ratio = between['mass/static']['photos']
+    assert ratio['cycles'] == pytest.approx([150 / 140.0, 160 / 150.0,
+                                             140 / 150.0])
+    assert ratio['median'] == pytest.approx(160 / 150.0)
+    # set against the A/A control's spread; its interval holds 1
+    assert (ratio['control']['min'], ratio['control']['max']) == \
+        pytest.approx((105 / 110.0, 93 / 90.0))
+    assert ratio['verdict'] == 'no difference'
+    lines = report.format_between(between)
+    assert lines[0].startswith('mass/static ops/s in the same cycle')
+    assert lines[1] == '  photos     x1.067 [0.933-1.071] ~ (1.071, 1.067, ' \
+        '0.933)'
+    # one mode but default: nothing to set against
+    assert summary.between_modes(comparison(), ['default', 'mass']) == {}
