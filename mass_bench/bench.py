@@ -507,21 +507,20 @@ class Bench(object):
 
     # ---- comparisons
 
-    def compare(self, modes, cycles, control=True):
-        """ABBA cycles of `modes` (each cycle also runs 'default' twice
-        when `control`); per tenant and mode ratios against default."""
+    def compare(self, modes, cycles, control=True, base='default'):
+        """ABBA cycles of `modes` (each cycle also runs ``base`` twice
+        when `control`); per tenant and mode ratios against ``base``."""
         runs = []
         for cycle, sequence in enumerate(abba(modes, cycles)):
-            if control and 'default' in sequence:
+            if control and base in sequence:
                 # the A/A control runs right after its twin
-                i = sequence.index('default')
-                sequence = sequence[:i + 1] + ['default'] + \
-                    sequence[i + 1:]
-            seen_default = False
+                i = sequence.index(base)
+                sequence = sequence[:i + 1] + [base] + sequence[i + 1:]
+            seen_base = False
             for mode in sequence:
                 self.switch(mode)
-                is_control = mode == 'default' and seen_default
-                seen_default = seen_default or mode == 'default'
+                is_control = mode == base and seen_base
+                seen_base = seen_base or mode == base
                 label = 'cycle %d %s%s' % (cycle + 1, mode,
                                            ' (A/A control)' if is_control
                                            else '')
@@ -534,9 +533,10 @@ class Bench(object):
                 self.kept(runs)
                 self.progress(report.format_run(result))
         self.unpin()
-        return {'runs': runs, 'summary': summary.summary(runs, modes),
-                'per_tenant': summary.per_tenant_summary(runs, modes),
-                'between': summary.between_modes(runs, modes),
+        return {'runs': runs, 'base': base,
+                'summary': summary.summary(runs, modes, base),
+                'per_tenant': summary.per_tenant_summary(runs, modes, base),
+                'between': summary.between_modes(runs, modes, base),
                 'resources': summary.resource_summary(runs, modes),
                 'costs': summary.cost_summary(runs, modes)}
 
@@ -652,8 +652,15 @@ def add_arguments(parser):
                         help='ABBA cycles (at least 3 for a comparison; '
                         'to tell a 10 %% effect at least 5, of at least '
                         '120 s: --cycles 5 --seconds 120)')
+    parser.add_argument('--base', default='default',
+                        help='the mode every ratio is against, and the one '
+                        'run twice in each cycle (the A/A control): one of '
+                        '--modes; e.g. --modes static,mass --base static '
+                        'sets mass against static with an A/A control of '
+                        'static, as CPU-bound as they are (default: '
+                        'default)')
     parser.add_argument('--no-control', action='store_true',
-                        help='skip the A/A run of default in each cycle')
+                        help='skip the A/A run of the base in each cycle')
     parser.add_argument('--seconds', type=float,
                         help='measured seconds of every workload (the '
                         'window: requests that complete in it count)')
@@ -704,6 +711,9 @@ def main(argv=None):
                 args.modes, ', '.join(allowed)))
         if args.cycles < 1:
             raise ValueError('--cycles: at least 1')
+        if args.base not in modes:
+            raise ValueError('--base: %r; allowed: one of --modes (%s)' % (
+                args.base, ', '.join(modes)))
         if args.settle < 0:
             raise ValueError('--settle: at least 0')
         for tenant in tenants:
@@ -745,7 +755,8 @@ def main(argv=None):
             text = report.format_staged(result)
         else:
             result = bench.compare(modes, args.cycles,
-                                   control=not args.no_control)
+                                   control=not args.no_control,
+                                   base=args.base)
             text = report.format_summary(result)
     finally:
         bench.unpin()

@@ -70,11 +70,11 @@ def _cycle_values(result, label, mode, field):
     return values
 
 
-def aa_band(summary, label, field):
-    """(low, high): default's median times the A/A control's spread of
+def aa_band(summary, label, field, base='default'):
+    """(low, high): ``base``'s median times the A/A control's spread of
     ``field``; None without either."""
     modes = summary.get(label, {})
-    default = (modes.get('default') or {}).get(field)
+    default = (modes.get(base) or {}).get(field)
     spread = ((modes.get('control') or {}).get('aa_spread') or {}).get(
         field)
     if default is None or not spread:
@@ -82,10 +82,10 @@ def aa_band(summary, label, field):
     return default * spread['min'], default * spread['max']
 
 
-def _draw_bands(ax, summary, labels, field):
+def _draw_bands(ax, summary, labels, field, base='default'):
     shown = False
     for j, label in enumerate(labels):
-        band = aa_band(summary, label, field)
+        band = aa_band(summary, label, field, base)
         if band is None:
             continue
         ax.fill_between([j - 0.45, j + 0.45], band[0], band[1],
@@ -104,7 +104,7 @@ def bars(result, field, title, path, mark=None):
     modes = [m for m in result['modes']]
     width = 0.8 / max(1, len(modes))
     fig, ax = plt.subplots(figsize=(2.2 + 1.8 * len(labels), 4))
-    _draw_bands(ax, summary, labels, field)
+    _draw_bands(ax, summary, labels, field, result.get('base', 'default'))
     for i, mode in enumerate(modes):
         xs, heights, low, high, marks = [], [], [], [], []
         for j, label in enumerate(labels):

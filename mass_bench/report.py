@@ -101,9 +101,9 @@ def _fmt_ratio(r):
 SUMMARY_ROW = '%-10s %-8s %9s %8s %9s %9s %9s %6s %6s  %-24s %-24s'
 
 
-def _summary_row(label, mode, e):
+def _summary_row(label, mode, e, base='default'):
     return SUMMARY_ROW % (
-        label, 'default*' if mode == 'control' else mode,
+        label, base + '*' if mode == 'control' else mode,
         '%.1f' % e['ops_per_s'], '%.2f' % e['mb_per_s'], _ms(e['mean_ms']),
         _ms(e['p50_ms']), _ms(e['p99_ms']), e['errors'],
         _hit(e.get('hit_ratio')), _fmt_ratio(e.get('throughput_ratio')),
@@ -124,6 +124,7 @@ def _spread(s):
 def format_spreads(result):
     """The A/A control's spread per tenant, for all tenants and of the
     geo-mean; [] without a control."""
+    base = result.get('base', 'default')
     spreads = [(label, modes['control']['aa_spread'])
                for label, modes in sorted(result['summary'].items())
                if 'aa_spread' in modes.get('control', {})]
@@ -132,8 +133,8 @@ def format_spreads(result):
         spreads.append((GEOMEAN, control['aa_spread']))
     if not spreads:
         return []
-    return ['A/A spread (default* against default, min-max over cycles, '
-            '1 included): ops/s | mean latency'] + [
+    return ['A/A spread (%s* against %s, min-max over cycles, '
+            '1 included): ops/s | mean latency' % (base, base)] + [
         '  %-10s %s | %s' % (label, _spread(s.get('ops_per_s')),
                              _spread(s.get('mean_ms')))
         for label, s in spreads]
@@ -167,19 +168,21 @@ def format_flags(runs):
 
 
 def format_summary(result):
+    base = result.get('base', 'default')
     lines = [SUMMARY_ROW % (
         'tenant', 'mode', 'ops/s', 'MB/s', 'mean ms', 'p50 ms', 'p99 ms',
-        'errors', 'hit %', 'ops/s vs default', 'mean latency vs default')]
+        'errors', 'hit %', 'ops/s vs ' + base, 'mean latency vs ' + base)]
     for label, modes in sorted(result['summary'].items()):
-        lines += [_summary_row(label, mode, e) for mode, e in modes.items()]
+        lines += [_summary_row(label, mode, e, base)
+                  for mode, e in modes.items()]
     lines += _geomean_rows(result.get('per_tenant') or {})
     lines.append('ratios: median over cycles [95 %% bootstrap interval, '
                  'cycles resampled]; "~": no difference (the interval '
                  'includes 1, or the median is inside the A/A spread of '
-                 'default* against default); %s: all tenants\' operations '
+                 '%s* against %s); %s: all tenants\' operations '
                  'added up; %s: geometric mean of the tenants\' ratios; '
                  'hit %%: GETs answered from the cache (X-Mass-Cache: hit) '
-                 'among successful GETs' % (ALL, GEOMEAN))
+                 'among successful GETs' % (base, base, ALL, GEOMEAN))
     lines += format_spreads(result)
     lines += format_between(result.get('between') or {})
     lines += format_flags(result.get('runs') or [])

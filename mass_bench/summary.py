@@ -165,11 +165,11 @@ def _medians(figs):
     return entry
 
 
-def summary(runs, modes):
+def summary(runs, modes, base='default'):
     """Per tenant and mode, and for all tenants together: median figures
     over cycles, the ratios of throughput and mean latency against
-    default of the same cycle (ratios.ratio_summary), and in 'control'
-    the A/A control's spread."""
+    ``base`` (default) of the same cycle (ratios.ratio_summary), and in
+    'control' the A/A control's spread (base's twin against base)."""
     out = {}
     by = by_label_and_cycle(runs)
     for label in sorted({label for label, _ in by}):
@@ -182,26 +182,26 @@ def summary(runs, modes):
             entry = _medians(figs)
             if mode == 'control':
                 entry['aa_spread'] = {field: control_spread(
-                    [_ratio(c, 'control', field) for c in cycles])
+                    [_ratio(c, 'control', field, base) for c in cycles])
                     for _, field in RATIO_FIELDS}
-            elif mode != 'default':
+            elif mode != base:
                 for name, field in RATIO_FIELDS:
                     entry[name] = ratio_summary(
-                        [_ratio(c, mode, field) for c in cycles],
-                        [_ratio(c, 'control', field) for c in cycles])
+                        [_ratio(c, mode, field, base) for c in cycles],
+                        [_ratio(c, 'control', field, base) for c in cycles])
             out[label][mode] = entry
     return out
 
 
-def geomean_ratios(by, labels, cycle, mode, field):
+def geomean_ratios(by, labels, cycle, mode, field, base='default'):
     """The geometric mean of the tenants' ratios in one cycle."""
-    return geometric_mean([_ratio(by.get((label, cycle), {}), mode, field)
-                           for label in labels])
+    return geometric_mean([_ratio(by.get((label, cycle), {}), mode, field,
+                                  base) for label in labels])
 
 
-def per_tenant_summary(runs, modes):
+def per_tenant_summary(runs, modes, base='default'):
     """The per-tenant summary figure: per mode, the geometric mean over
-    tenants of their ratios against default, summed up over cycles as
+    tenants of their ratios against ``base``, summed up over cycles as
     any ratio is; in 'control' the A/A control's spread of it."""
     by = by_label_and_cycle(runs)
     labels = sorted({label for label, _ in by if label != ALL})
@@ -210,10 +210,11 @@ def per_tenant_summary(runs, modes):
         return {}
 
     def per_cycle(mode, field):
-        return [geomean_ratios(by, labels, c, mode, field) for c in cycles]
+        return [geomean_ratios(by, labels, c, mode, field, base)
+                for c in cycles]
     out = {}
     for mode in modes:
-        if mode == 'default':
+        if mode == base:
             continue
         out[mode] = {name: ratio_summary(per_cycle(mode, field),
                                          per_cycle('control', field))
@@ -224,12 +225,12 @@ def per_tenant_summary(runs, modes):
     return out
 
 
-def between_modes(runs, modes):
-    """Each later mode against each earlier one but default (``mass``
+def between_modes(runs, modes, base='default'):
+    """Each later mode against each earlier one but ``base`` (``mass``
     against ``static``, say) in the same cycle: {'MODE/OTHER': {tenant
     (and ALL): ratio_summary of the per-cycle throughput ratios, with the
     A/A control's spread}}; {} with fewer than two such modes."""
-    others = [m for m in modes if m != 'default']
+    others = [m for m in modes if m != base]
     by = by_label_and_cycle(runs)
     out = {}
     for i, other in enumerate(others):
@@ -239,7 +240,8 @@ def between_modes(runs, modes):
                 cycles = [by[k] for k in sorted(by) if k[0] == label]
                 summed = ratio_summary(
                     [_between(c, mode, other) for c in cycles],
-                    [_ratio(c, 'control', 'ops_per_s') for c in cycles])
+                    [_ratio(c, 'control', 'ops_per_s', base)
+                     for c in cycles])
                 if summed is not None:
                     pair[label] = summed
     return out
@@ -292,11 +294,11 @@ def flagged_runs(runs):
             if note]
 
 
-def _ratio(cycle, mode, field):
-    if mode not in cycle or 'default' not in cycle:
+def _ratio(cycle, mode, field, base='default'):
+    if mode not in cycle or base not in cycle:
         return None
-    base = cycle['default'][field]
+    against = cycle[base][field]
     value = cycle[mode][field]
-    if not base or value is None:
+    if not against or value is None:
         return None
-    return value / base
+    return value / against

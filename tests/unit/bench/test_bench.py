@@ -345,6 +345,9 @@ def test_tools_bench_runs_outside_the_package_and_apart_from_the_cli(
 def test_main_refuses_bad_options_before_touching_the_cluster(capsys):
     assert bench.main(['--cycles', '0']) == 2
     assert capsys.readouterr().err == 'tools/bench: --cycles: at least 1\n'
+    assert bench.main(['--modes', 'static,mass', '--base', 'default']) == 2
+    assert capsys.readouterr().err == "tools/bench: --base: 'default'; " \
+        "allowed: one of --modes (static, mass)\n"
     assert bench.main(['--tenant', 'photos:web=A']) == 2
     assert 'ACCOUNT:USER:KEY=WORKLOAD' in capsys.readouterr().err
 
@@ -490,8 +493,9 @@ def offline_main(monkeypatch):
     def authenticate(tenant, auth_url):
         tenant.url, tenant.token = 'http://p/v1/AUTH_%s' % tenant.label, 't'
 
-    def compare(self, modes, cycles, control=True):
+    def compare(self, modes, cycles, control=True, base='default'):
         made.append(self)
+        self.compared_against = base
         return canned_result()
     monkeypatch.setattr(clients.Tenant, 'authenticate', authenticate)
     monkeypatch.setattr(bench.Bench, 'compare', compare)
@@ -619,3 +623,31 @@ def test_mass_against_static_in_the_same_cycle():
         '0.933)'
     # one mode but default: nothing to set against
     assert summary.between_modes(comparison(), ['default', 'mass']) == {}
+
+
+def test_a_comparison_against_static_runs_static_twice_a_cycle(
+        monkeypatch, tmp_path):
+    # mass against static, with an A/A control as CPU-bound as both
+    b = bench.Bench([], 'http://auth', saio=None)
+    switched = []
+    monkeypatch.setattr(b, 'switch', switched.append)
+    monkeypatch.setattr(b, 'unpin', lambda: None)
+    ops = iter([140, 150, 133, 120, 126, 118])
+    monkeypatch.setattr(b, 'run', lambda stage, label: dict(fake_run(
+        switched[-1], 0, False, next(ops), 5.0), label=label))
+    result = b.compare(['static', 'mass'], 2, base='static')
+    assert switched == ['static', 'static', 'mass', 'mass', 'static',
+                        'static']
+    assert [r['label'] for r in result['runs']] == [
+        'cycle 1 static', 'cycle 1 static (A/A control)', 'cycle 1 mass',
+        'cycle 2 mass', 'cycle 2 static', 'cycle 2 static (A/A control)']
+    assert result['base'] == 'static'
+    ratio = result['summary']['photos']['mass']['throughput_ratio']
+    assert ratio['cycles'] == pytest.approx([133 / 140.0, 120 / 126.0])
+    assert ratio['control']['cycles'] == pytest.approx([150 / 140.0,
+                                                        118 / 126.0])
+    text = report.format_summary(dict(result, modes=['static', 'mass']))
+    assert 'ops/s vs static' in text and 'static*' in text
+    assert 'A/A spread (static* against static' in text
+    band = plots.aa_band(result['summary'], 'photos', 'ops_per_s', 'static')
+    assert band == pytest.approx((133.0 * 118 / 126.0, 133.0 * 150 / 140.0))
