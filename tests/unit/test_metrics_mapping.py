@@ -11,8 +11,9 @@
 # under the License.
 """etc/statsd_exporter-mapping.yml against the names Mass sends.
 
-statsd_exporter is not run here (tests/functional/test_metrics.py runs
-it): its rules are regular expressions, tried in order, the first that
+statsd_exporter is not run here (nor anywhere in the tests yet: no
+binary of it can be installed on the project's machines; docs/metrics.md):
+its rules are regular expressions, tried in order, the first that
 matches the whole name wins, and ``$n``/``${n}`` take the n-th group; that
 is what this test applies, to every legacy name Mass sends, with and
 without an operator's prefix."""
