@@ -64,7 +64,7 @@ import time
 from cachetools import TTLCache
 from swift.common.request_helpers import get_sys_meta_prefix
 from swift.common.swob import HTTPServiceUnavailable, str_to_wsgi, \
-    wsgi_to_str
+    wsgi_quote, wsgi_to_str
 from swift.common.utils import Timestamp, close_if_possible, \
     config_true_value, split_path
 from swift.common.wsgi import WSGIContext, make_pre_authed_request
@@ -349,7 +349,8 @@ class MovingContainers(object):
             return None
         if (account, container) not in self.confirmed:
             head = make_pre_authed_request(
-                env, 'HEAD', '/'.join(('', version, account, container)),
+                env, 'HEAD', wsgi_quote('/'.join(
+                    ('', version, account, container))),
                 swift_source='MASS').get_response(self.app)
             if head.is_success or head.status_int == 404:
                 if not MIGRATING.on(headers_to_container_info(

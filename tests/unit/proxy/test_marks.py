@@ -373,6 +373,19 @@ def test_the_container_servers_are_asked_at_most_once_a_second():
     assert app.heads == ['/v1/AUTH_t/c'] * 2
 
 
+def test_the_container_asked_is_the_one_written_to_whatever_its_name():
+    app = ContainerServers()
+    moving = marks.MovingContainers(app, 60)
+    name = 'a?b%25c d\u00e9'
+    req = Request.blank(wsgi_quote(str_to_wsgi('/v1/AUTH_t/%s/o' % name)),
+                        method='PUT')
+    req.environ['swift.infocache'] = {
+        get_cache_key('AUTH_t', name): headers_to_container_info(
+            {'X-Container-Sysmeta-Mass-Migrating': 'target=bulk'}, 200)}
+    assert moving(req.environ).status_int == 503
+    assert app.heads == [str_to_wsgi('/v1/AUTH_t/' + name)]
+
+
 @pytest.mark.parametrize('status', [503, 507])
 def test_without_the_container_servers_the_cached_mark_stands(status):
     filt, app = migrating_filter(mark=None, status=status)
