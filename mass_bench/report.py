@@ -147,15 +147,30 @@ def format_between(between):
     for pair, tenants in sorted(between.items()):
         if not tenants:
             continue
+        mode = pair.split('/')[0]
         lines.append('%s ops/s in the same cycle: median [95 %% interval] '
-                     '(cycles)' % pair)
+                     '(cycles); balanced by order: the geometric mean of '
+                     'the cycles %s ran first and of those it ran second '
+                     % (pair, mode))
         for label, r in sorted(tenants.items()):
-            lines.append('  %-10s x%.3f [%.3f-%.3f]%s (%s)' % (
-                label, r['median'], r['interval']['low'],
-                r['interval']['high'],
-                '' if r.get('verdict') == 'difference' else ' ~',
-                ', '.join('%.3f' % c for c in r['cycles'])))
+            order = r.get('by_order') or {}
+            lines.append('  %-10s x%.3f [%.3f-%.3f]%s (%s); balanced %s '
+                         '(first %s in %d, second %s in %d)' % (
+                             label, r['median'], r['interval']['low'],
+                             r['interval']['high'],
+                             '' if r.get('verdict') == 'difference'
+                             else ' ~',
+                             ', '.join('%.3f' % c for c in r['cycles']),
+                             _x(order.get('balanced')),
+                             _x(order.get('first')),
+                             order.get('cycles_first', 0),
+                             _x(order.get('second')),
+                             order.get('cycles_second', 0)))
     return lines
+
+
+def _x(value):
+    return '-' if value is None else 'x%.3f' % value
 
 
 def format_flags(runs):

@@ -229,22 +229,56 @@ def between_modes(runs, modes, base='default'):
     """Each later mode against each earlier one but ``base`` (``mass``
     against ``static``, say) in the same cycle: {'MODE/OTHER': {tenant
     (and ALL): ratio_summary of the per-cycle throughput ratios, with the
-    A/A control's spread}}; {} with fewer than two such modes."""
+    A/A control's spread, and 'by_order' (:func:`by_order`)}}; {} with
+    fewer than two such modes."""
     others = [m for m in modes if m != base]
     by = by_label_and_cycle(runs)
     out = {}
     for i, other in enumerate(others):
         for mode in others[i + 1:]:
             pair = out['%s/%s' % (mode, other)] = {}
+            first = _ran_first(runs, mode, other)
             for label in sorted({label for label, _ in by}):
-                cycles = [by[k] for k in sorted(by) if k[0] == label]
+                keys = [k for k in sorted(by) if k[0] == label]
+                ratios = [_between(by[k], mode, other) for k in keys]
                 summed = ratio_summary(
-                    [_between(c, mode, other) for c in cycles],
-                    [_ratio(c, 'control', 'ops_per_s', base)
-                     for c in cycles])
+                    ratios, [_ratio(by[k], 'control', 'ops_per_s', base)
+                             for k in keys])
                 if summed is not None:
+                    summed['by_order'] = by_order(
+                        ratios, [first.get(cycle) for _, cycle in keys])
                     pair[label] = summed
     return out
+
+
+def _ran_first(runs, mode, other):
+    """{cycle: whether ``mode`` ran before ``other`` in it}."""
+    seen = {}
+    for run in runs:
+        if not run['control'] and run['mode'] in (mode, other):
+            seen.setdefault(run['cycle'], run['mode'] == mode)
+    return seen
+
+
+def by_order(ratios, first):
+    """Per-cycle ratios of a mode against another, split by which ran
+    first in the cycle (``first``: True where the mode did): the geometric
+    mean of each side, and 'balanced', the geometric mean of the two: what
+    is left once a cost of running second, whichever mode, is set off
+    (ABBA with an odd number of cycles runs one mode second more often).
+    None on a side without cycles; 'balanced' None unless both have
+    some."""
+    sides = {True: [], False: []}
+    for ratio, ran_first in zip(ratios, first):
+        if ratio is not None and ran_first is not None:
+            sides[ran_first].append(ratio)
+    when_first = geometric_mean(sides[True]) if sides[True] else None
+    when_second = geometric_mean(sides[False]) if sides[False] else None
+    return {'first': when_first, 'second': when_second,
+            'cycles_first': len(sides[True]),
+            'cycles_second': len(sides[False]),
+            'balanced': math.sqrt(when_first * when_second)
+            if when_first and when_second else None}
 
 
 def _between(cycle, mode, other):

@@ -617,10 +617,16 @@ def test_mass_against_static_in_the_same_cycle():
     assert (ratio['control']['min'], ratio['control']['max']) == \
         pytest.approx((105 / 110.0, 93 / 90.0))
     assert ratio['verdict'] == 'no difference'
+    # which ran first, by the runs' order: mass, static appended after it
+    assert ratio['by_order'] == {
+        'first': pytest.approx(
+            (150 / 140.0 * 160 / 150.0 * 140 / 150.0) ** (1 / 3.0)),
+        'second': None, 'cycles_first': 3, 'cycles_second': 0,
+        'balanced': None}
     lines = report.format_between(between)
     assert lines[0].startswith('mass/static ops/s in the same cycle')
     assert lines[1] == '  photos     x1.067 [0.933-1.071] ~ (1.071, 1.067, ' \
-        '0.933)'
+        '0.933); balanced - (first x1.022 in 3, second - in 0)'
     # one mode but default: nothing to set against
     assert summary.between_modes(comparison(), ['default', 'mass']) == {}
 
@@ -651,3 +657,26 @@ def test_a_comparison_against_static_runs_static_twice_a_cycle(
     assert 'A/A spread (static* against static' in text
     band = plots.aa_band(result['summary'], 'photos', 'ops_per_s', 'static')
     assert band == pytest.approx((133.0 * 118 / 126.0, 133.0 * 150 / 140.0))
+
+
+def test_a_ratio_balanced_by_the_order_the_two_modes_ran_in():
+    # the second of two runs 10 % slower, whichever mode it is: mass
+    # equal to static once that is set off, though the median says 0.909
+    ratios = [1 / 1.1, 1.1, 1 / 1.1, 1.1, 1 / 1.1]
+    order = summary.by_order(ratios, [False, True, False, True, False])
+    assert order['first'] == pytest.approx(1.1)
+    assert order['second'] == pytest.approx(1 / 1.1)
+    assert order['balanced'] == pytest.approx(1.0)
+    assert (order['cycles_first'], order['cycles_second']) == (2, 3)
+    # cycles without a ratio, or whose order is unknown, are left out
+    assert summary.by_order([None, 1.2], [True, None])['balanced'] is None
+    runs = []
+    for cycle, (first, ops) in enumerate(
+            [('static', (100, 90)), ('mass', (100, 90)),
+             ('static', (100, 90))]):
+        second = 'mass' if first == 'static' else 'static'
+        runs += [fake_run(first, cycle, False, ops[0], 5.0),
+                 fake_run(second, cycle, False, ops[1], 5.0)]
+    between = summary.between_modes(runs, ['static', 'mass'], base='x')
+    assert between['mass/static']['photos']['by_order']['balanced'] == \
+        pytest.approx(1.0)
