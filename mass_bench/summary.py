@@ -240,7 +240,8 @@ def between_modes(runs, modes, base='default'):
             first = _ran_first(runs, mode, other)
             for label in sorted({label for label, _ in by}):
                 keys = [k for k in sorted(by) if k[0] == label]
-                ratios = [_between(by[k], mode, other) for k in keys]
+                ratios = [_ratio(by[k], mode, 'ops_per_s', other)
+                          for k in keys]
                 summed = ratio_summary(
                     ratios, [_ratio(by[k], 'control', 'ops_per_s', base)
                              for k in keys])
@@ -279,13 +280,6 @@ def by_order(ratios, first):
             'cycles_second': len(sides[False]),
             'balanced': math.sqrt(when_first * when_second)
             if when_first and when_second else None}
-
-
-def _between(cycle, mode, other):
-    if mode not in cycle or other not in cycle:
-        return None
-    base, value = cycle[other]['ops_per_s'], cycle[mode]['ops_per_s']
-    return value / base if base and value is not None else None
 
 
 def _runs_of(runs, mode):
