@@ -157,29 +157,41 @@ def _mark_decisions(ax, did, color):
         ax.axvline(d['t'], color=color, linestyle=':', linewidth=1)
 
 
+# the machine's seconds (resources.per_second) drawn under the tenants'
+# panels: whether a stall waited for the CPU or for the devices
+MACHINE_PANELS = (('busy_pct', 'CPU busy'), ('io_full_pct', 'io full'))
+
+
+def machine_panels(runs):
+    """The (figure, label) of MACHINE_PANELS that some second of ``runs``
+    recorded."""
+    return [(key, label) for key, label in MACHINE_PANELS
+            if any(s.get(key) is not None
+                   for run in runs for s in run.get('machine') or ())]
+
+
 def mode_timeline(runs, mode, path):
     """Every run of a mode: per tenant a panel, per run a line of its
     operations/s in each second of the window; and where the machine
-    recorded it (resources.per_second), a last panel of the share of each
-    second in which every task that could run waited for I/O (io full)."""
+    recorded them (resources.per_second), panels of the share of each
+    second the CPU was busy and in which every task that could run waited
+    for I/O (io full)."""
     plt = _pyplot()
     labels = sorted({label for run in runs for label in run['tenants']})
-    pressure = any(s.get('io_full_pct') is not None
-                   for run in runs for s in run.get('machine') or ())
-    fig, axes = plt.subplots(len(labels) + pressure, 1, sharex=True,
+    panels = machine_panels(runs)
+    fig, axes = plt.subplots(len(labels) + len(panels), 1, sharex=True,
                              squeeze=False,
                              figsize=(9, 1.2 + 1.8 * (len(labels) +
-                                                      pressure)))
-    if pressure:
-        ax = axes[-1, 0]
+                                                      len(panels))))
+    for ax, (key, name) in zip(axes[len(labels):, 0], panels):
         for run in runs:
-            shares = [s.get('io_full_pct') for s in run.get('machine') or ()]
+            shares = [s.get(key) for s in run.get('machine') or ()]
             ax.plot([i + 0.5 for i in range(len(shares))],
                     [v if v is not None else float('nan') for v in shares],
                     linewidth=1,
                     linestyle='--' if run.get('control') else '-')
         ax.set_ylim(0, 100)
-        ax.set_ylabel('io full\n% of the s')
+        ax.set_ylabel('%s\n%% of the s' % name)
     for ax, label in zip(axes[:, 0], labels):
         for run in runs:
             figures = run['tenants'].get(label)

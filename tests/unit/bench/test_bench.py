@@ -570,6 +570,17 @@ def test_timelines_of_every_run_per_mode(tmp_path):
     assert plots.available()
 
 
+def test_the_timeline_draws_the_machine_figures_it_has():
+    runs = comparison()
+    assert plots.machine_panels(runs) == []
+    runs[0]['machine'] = [{'io_full_pct': None, 'busy_pct': 90.0}]
+    runs[1]['machine'] = [{'io_full_pct': 5.0}]
+    assert plots.machine_panels(runs) == [('busy_pct', 'CPU busy'),
+                                          ('io_full_pct', 'io full')]
+    runs[1]['machine'] = [{'io_full_pct': None}]
+    assert plots.machine_panels(runs) == [('busy_pct', 'CPU busy')]
+
+
 def test_a_comparison_that_dies_keeps_the_runs_it_finished(monkeypatch,
                                                            tmp_path):
     # a 66-minute comparison died in its last run (the cluster's disk was
