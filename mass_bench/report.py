@@ -202,9 +202,11 @@ def format_summary(result):
     lines += format_between(result.get('between') or {})
     lines += format_flags(result.get('runs') or [])
     if result.get('resources'):
-        lines += ['', resources.format_table(result['resources'])]
+        lines += ['', resources.format_table(
+            result['resources'], result.get('base', 'default'))]
     if result.get('costs'):
-        lines += ['', resources.format_costs(result['costs'])]
+        lines += ['', resources.format_costs(
+            result['costs'], result.get('base', 'default'))]
     return '\n'.join(lines)
 
 

@@ -586,16 +586,22 @@ def format_line(resources):
     return text
 
 
-def format_table(by_mode):
-    """``{mode: resources}`` (medians over a mode's runs) as a table."""
+def _mode_label(mode, base):
+    """A mode's row label: the A/A control is its base's twin, ``base*``."""
+    return base + '*' if mode == 'control' else mode
+
+
+def format_table(by_mode, base='default'):
+    """``{mode: resources}`` (medians over a mode's runs) as a table; the
+    A/A control ('control') is labelled as ``base``'s twin."""
     classes = _classes(by_mode.values())
     head = ['mode', 'CPU busy', 'iowait']
     for cls in classes:
         head += ['%s r/s' % cls, '%s w/s' % cls, '%s busy' % cls,
                  '%s r limit' % cls, '%s w limit' % cls,
                  '%s budget' % cls]
-    rows = [head] + [['default*' if mode == 'control' else mode] +
-                     _row(r, classes) for mode, r in by_mode.items()]
+    rows = [head] + [[_mode_label(mode, base)] + _row(r, classes)
+                     for mode, r in by_mode.items()]
     return _table(
         'where the time went (median over each mode\'s runs): CPU of all '
         'cores; device IOPS per class, utilisation, IOPS through the '
@@ -630,9 +636,9 @@ def _cost_columns(by_mode):
     return groups, classes
 
 
-def format_costs(by_mode):
+def format_costs(by_mode, base='default'):
     """``{mode: per_operation}`` (medians over a mode's runs) as a
-    table."""
+    table; the A/A control ('control') is labelled as ``base``'s twin."""
     groups, classes = _cost_columns(by_mode)
     head = ['mode', 'ops'] + ['%s CPU ms' % GROUP_TITLES[g] for g in groups]
     head += ['%s I/Os' % cls for cls in classes] + ['Redis cmds']
@@ -640,7 +646,7 @@ def format_costs(by_mode):
     for mode, c in by_mode.items():
         c = c or {}
         cpu, ios = c.get('cpu_ms') or {}, c.get('device_ios') or {}
-        rows.append(['default*' if mode == 'control' else mode,
+        rows.append([_mode_label(mode, base),
                      _cost(c.get('operations'), '%.0f')] +
                     [_cost(cpu.get(g), '%.3f') for g in groups] +
                     [_cost(ios.get(cls)) for cls in classes] +

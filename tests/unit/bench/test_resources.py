@@ -182,6 +182,12 @@ def test_where_the_time_went_per_mode():
                                 '10/s=3%', '278/s=93%', '-', '80', '300',
                                 '20%', '-', '-', '-']
     assert table[4].split()[0] == 'default*'
+    # with another base (--base static) the control is that base's twin
+    # (a static-based run's tables said default*)
+    assert resources.format_table(by_mode, 'static').splitlines()[4].split(
+        )[0] == 'static*'
+    assert resources.format_costs(by_mode, 'static').splitlines()[4].split(
+        )[0] == 'static*'
     plain = resources.format_table({'default': {
         'seconds': 10.0, 'cpu': {'busy_pct': 99.0, 'iowait_pct': 0.0},
         'devices': None}})
