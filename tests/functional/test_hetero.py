@@ -52,13 +52,21 @@ def devices():
     return json.loads(saio('devices', '--json').stdout)
 
 
-def hdd_iops():
-    """The HDD-class devices' budget the SAIO keeps (its marker's
-    hdd_iops=, else tools/saio's default)."""
+def recorded_hdd_iops():
+    """The marker's hdd_iops= as written, None without one."""
+    if not os.path.exists(MARKER):
+        return None
     with open(MARKER) as fp:
         found = [line.split('=', 1)[1].strip() for line in fp
                  if line.startswith('hdd_iops=')]
-    return float(found[-1]) if found else DEFAULT_HDD_IOPS
+    return found[-1] if found else None
+
+
+def hdd_iops():
+    """The HDD-class devices' budget the SAIO keeps (its marker's
+    hdd_iops=, else tools/saio's default)."""
+    recorded = recorded_hdd_iops()
+    return float(recorded) if recorded else DEFAULT_HDD_IOPS
 
 
 def device(name):
@@ -67,14 +75,22 @@ def device(name):
 
 @pytest.fixture(scope='module')
 def hetero(cluster):
-    up = saio('setup', '--profile', 'hetero', check=False)
+    # The tests' figures are for the default budget; a budget an earlier
+    # `setup --hdd-iops N` recorded (the benchmark's 35) is given back
+    # afterwards.  (At 35 IOPS eight readers beside four writers kept 90 %
+    # of their reads and the shared-budget test failed.)
+    recorded = recorded_hdd_iops()
+    up = saio('setup', '--profile', 'hetero', '--hdd-iops', 'default',
+              check=False)
     assert up.returncode == 0, up.stdout
     started = saio('start', check=False)
     try:
         assert started.returncode == 0, started.stdout
+        assert hdd_iops() == DEFAULT_HDD_IOPS
         yield Tenant('test:tester', 'testing')
     finally:
-        back = saio('setup', '--profile', 'plain', check=False)
+        back = saio('setup', '--profile', 'plain', '--hdd-iops',
+                    recorded or 'default', check=False)
         restarted = saio('start', check=False)
         assert back.returncode == 0, back.stdout
         assert restarted.returncode == 0, restarted.stdout
