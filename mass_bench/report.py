@@ -103,7 +103,7 @@ SUMMARY_ROW = '%-10s %-8s %9s %8s %9s %9s %9s %6s %6s  %-24s %-24s'
 
 def _summary_row(label, mode, e, base='default'):
     return SUMMARY_ROW % (
-        label, base + '*' if mode == 'control' else mode,
+        label, resources.mode_label(mode, base),
         '%.1f' % e['ops_per_s'], '%.2f' % e['mb_per_s'], _ms(e['mean_ms']),
         _ms(e['p50_ms']), _ms(e['p99_ms']), e['errors'],
         _hit(e.get('hit_ratio')), _fmt_ratio(e.get('throughput_ratio')),
@@ -202,11 +202,9 @@ def format_summary(result):
     lines += format_between(result.get('between') or {})
     lines += format_flags(result.get('runs') or [])
     if result.get('resources'):
-        lines += ['', resources.format_table(
-            result['resources'], result.get('base', 'default'))]
+        lines += ['', resources.format_table(result['resources'], base)]
     if result.get('costs'):
-        lines += ['', resources.format_costs(
-            result['costs'], result.get('base', 'default'))]
+        lines += ['', resources.format_costs(result['costs'], base)]
     return '\n'.join(lines)
 
 

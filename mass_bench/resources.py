@@ -586,7 +586,7 @@ def format_line(resources):
     return text
 
 
-def _mode_label(mode, base):
+def mode_label(mode, base):
     """A mode's row label: the A/A control is its base's twin, ``base*``."""
     return base + '*' if mode == 'control' else mode
 
@@ -600,7 +600,7 @@ def format_table(by_mode, base='default'):
         head += ['%s r/s' % cls, '%s w/s' % cls, '%s busy' % cls,
                  '%s r limit' % cls, '%s w limit' % cls,
                  '%s budget' % cls]
-    rows = [head] + [[_mode_label(mode, base)] + _row(r, classes)
+    rows = [head] + [[mode_label(mode, base)] + _row(r, classes)
                      for mode, r in by_mode.items()]
     return _table(
         'where the time went (median over each mode\'s runs): CPU of all '
@@ -646,7 +646,7 @@ def format_costs(by_mode, base='default'):
     for mode, c in by_mode.items():
         c = c or {}
         cpu, ios = c.get('cpu_ms') or {}, c.get('device_ios') or {}
-        rows.append([_mode_label(mode, base),
+        rows.append([mode_label(mode, base),
                      _cost(c.get('operations'), '%.0f')] +
                     [_cost(cpu.get(g), '%.3f') for g in groups] +
                     [_cost(ios.get(cls)) for cls in classes] +
