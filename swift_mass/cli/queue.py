@@ -54,7 +54,7 @@ MAX_THREADS = 32
 # Summed per device over a server's workers, and key by key in the dicts.
 WORKER_SUMS = ('slots', 'slots_in_use', 'batch_slots', 'batch_slots_in_use',
                'reserved_slots', 'waiting', 'admitted', 'admitted_after_wait',
-               'refused', 'admitted_past_deadline')
+               'refused', 'refusals_left', 'admitted_past_deadline')
 WORKER_DICT_SUMS = ('waiting_by_priority', 'admitted_by_priority',
                     'wait_seconds_by_priority')
 # swift_mass.obj.device_queue's modes: a device is isolated (urgent

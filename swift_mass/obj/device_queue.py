@@ -368,6 +368,8 @@ class DeviceQueue(object):
             'admitted': self.admitted,
             'admitted_after_wait': self.admitted_after_wait,
             'refused': self.refused,
+            'refusals_left': (self.conf.max_refusals_per_minute -
+                              len(self._recent_refusals(self.clock()))),
             'admitted_past_deadline': self.admitted_past_deadline,
             'admitted_by_priority': dict(self.admitted_by_priority),
             'wait_seconds_by_priority': dict(self.wait_seconds_by_priority),
@@ -415,11 +417,16 @@ class DeviceQueue(object):
                     self._emit(event)
             self._next_adapt = now + self.conf.adaptive_interval
 
-    def _may_refuse(self, now):
-        """True, and counted, while the refusal budget lasts."""
+    def _recent_refusals(self, now):
+        """The times of the refusals of the last REFUSAL_WINDOW."""
         times = self._refusal_times
         while times and times[0] <= now - REFUSAL_WINDOW:
             times.popleft()
+        return times
+
+    def _may_refuse(self, now):
+        """True, and counted, while the refusal budget lasts."""
+        times = self._recent_refusals(now)
         if len(times) >= self.conf.max_refusals_per_minute:
             return False
         times.append(now)

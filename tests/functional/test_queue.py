@@ -158,7 +158,12 @@ def test_noisy_writer_and_urgent_reader(object_servers):
             for ip, port in OBJECT_SERVERS
             for queue in queue_state(ip, port)['devices'].values()),
             15, 'a device keeps slots for the urgent tenant')
-        time.sleep(4)  # the load runs on for a while: not a wait
+        # the load runs on until every writer has progressed: a starved
+        # one fails here; how fast they go is a speed, not tested
+        loaded = time.time() + 4
+        until(lambda: time.time() > loaded and all(
+            sum(status == 201 for status, _, _ in list(w.results)) >= 2
+            for w in writers), 90, 'every noisy writer created objects')
         for client in writers + readers:
             client.stopping.set()
         for client in writers + readers:
@@ -172,7 +177,7 @@ def test_noisy_writer_and_urgent_reader(object_servers):
         assert set(status for status, _, _ in reads) <= {200, 503}
         # ... and everyone progresses: the noisy tenant too
         created = sum(status == 201 for status, _, _ in writes)
-        assert created >= 50, created
+        assert created >= 2 * len(writers), created
         served = [seconds for status, _, seconds in reads if status == 200]
         assert len(served) >= 0.9 * len(reads) > 0
         print('\nnoisy PUTs: %d (201: %d), urgent GETs: %d (200: %d), '
@@ -232,6 +237,10 @@ def test_saturated_device_answers_503_retry_after_and_recovers(
     slots, deadline = state['slots_per_device'], state['deadline']
     # an urgent tenant active a moment ago would leave fewer slots to us
     assert wait_until_shared(ip, port, device)
+    # and an earlier test's refusals, less of the minute's budget: past it
+    # the device admits over its slots instead of answering 503
+    until(lambda: queue_state(ip, port)['devices'].get(device, {}).get(
+        'refusals_left', 1) > 0, 70, 'the device may refuse again')
     held = []
     try:
         for _ in range(slots):

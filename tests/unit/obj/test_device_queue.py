@@ -214,8 +214,11 @@ def test_the_refusal_budget_is_per_minute():
     clock.now += 1.0
     queue.poll()
     assert (first.state, second.state) == (q.REFUSED, q.ADMITTED)
+    assert queue.stats()['refusals_left'] == 0
     queue.release(second)
     clock.now += q.REFUSAL_WINDOW - 1.0
+    # the budget is back a minute after the refusal that spent it
+    assert queue.stats()['refusals_left'] == 1
     third = queue.arrive(5)
     clock.now += 1.0
     queue.poll()
@@ -557,7 +560,9 @@ def test_stats_count_admissions_waits_and_refusals():
         'mode': q.SHARED, 'slots': 1, 'slots_in_use': 1, 'batch_slots': 0,
         'batch_slots_in_use': 0, 'reserved_slots': 0, 'waiting': 0,
         'waiting_by_priority': {}, 'admitted': 2,
-        'admitted_after_wait': 1, 'refused': 1, 'admitted_past_deadline': 0,
+        'admitted_after_wait': 1, 'refused': 1,
+        # of the default budget of 5 a minute, one spent
+        'refusals_left': 4, 'admitted_past_deadline': 0,
         'admitted_by_priority': {7: 1, 3: 1},
         'wait_seconds_by_priority': {7: 0.0, 3: pytest.approx(1.5)},
     }
