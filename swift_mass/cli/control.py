@@ -210,17 +210,29 @@ def tenant_name(key):
         return key
 
 
+def prefixed(typed, known):
+    """The known tenants that are ``typed`` behind a reseller prefix
+    (``AUTH_photos`` for ``photos``): what an operator who typed an
+    account's name without its prefix meant."""
+    return sorted(k for k in known if k.partition('_')[2] == typed)
+
+
 def explain(args, conf, store, settings):
     _, table = policy_table(store)
-    f = figures_now(store, settings, conf).get(args.tenant)
+    figures = figures_now(store, settings, conf)
+    f = figures.get(args.tenant)
     entry = table.get(args.tenant)
-    pin = store.get_pins().get(args.tenant)
+    pins = store.get_pins()
+    pin = pins.get(args.tenant)
     if entry is None and f is None and pin is None:
         # a mistyped account would show as a tenant with no decision yet
+        meant = prefixed(args.tenant, set(table) | set(figures) | set(pins))
         raise UnknownTenant(
             '%s: no such tenant in the store: not in the policy table, not '
-            'pinned, no requests in the last %gs'
-            % (tenant_name(args.tenant), settings.window))
+            'pinned, no requests in the last %gs%s'
+            % (tenant_name(args.tenant), settings.window,
+               ' (tenants are accounts: %s?)' % ', '.join(
+                   tenant_name(k) for k in meant) if meant else ''))
     t = settings.thresholds
     previous = entry.cls if entry is not None and not entry.pinned \
         else classify.UNKNOWN

@@ -272,6 +272,13 @@ def test_explain_a_tenant_the_store_does_not_know_exits_1(three, capsys):
     assert err == ('swift-mass: AUTH_nobody: no such tenant in the store: '
                    'not in the policy table, not pinned, no requests in '
                    'the last 60s\n')
+    # an account typed without its reseller prefix: the known ones named
+    requests(three, 'AUTH_photos', reads=1)
+    three.set_pin('KEY_photos', {'class': 'read'})
+    status, _, err = run(capsys, 'explain', 'photos')
+    assert status == 1
+    assert err.endswith('the last 60s (tenants are accounts: AUTH_photos, '
+                        'KEY_photos?)\n'), err
     # known by the table alone, by its requests alone, by its pin alone
     requests(three, 'AUTH_d', reads=1)
     three.set_pin('AUTH_e', {'class': 'read'})
