@@ -107,7 +107,11 @@ each flush made to take 10 ms, 8 writers one write after another: 0.39
 flushes per write, 0.89 cache flushes per write (a single flush after the
 rename: 0.64; Swift's fsyncs on the same device, not slowed down: 1.84),
 and 194 writes a second against 333 with the single flush, since each
-write now waits for about 2.5 flushes instead of 1.5.
+write now waits for about 2.5 flushes instead of 1.5.  Against Swift's
+own diskfile on the SAIO's modelled HDDs (``tools/bench-group-commit``,
+docs/benchmarks.md): 16 % fewer device I/Os per replica write, all of it
+flushes.  With two flushes a write and W writes in flight on a device,
+the device flushes at least 2 / W times a write, however long it lingers.
 
 **Where it is weaker than Swift's fsyncs.**
 
