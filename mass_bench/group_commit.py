@@ -37,6 +37,7 @@ spread (:mod:`mass_bench.ratios`).  The policy's original
 end.  No speed is asserted anywhere: this prints what it measured.
 """
 import argparse
+import collections
 import configparser
 import glob
 import json
@@ -46,11 +47,12 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 
-from swift.common.ring import Ring
+from swift.common.storage_policy import parse_storage_policies
 
-from mass_bench import clients, ratios, resources
+from mass_bench import clients, ratios, resources, summary, workloads
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAIO = os.path.join(ROOT, 'tools', 'saio')
@@ -64,28 +66,36 @@ BASE, CONTROL = 'swift', 'swift*'
 # (its default): the state, the number of the last flush begun first
 SEQUENCE_GLOB = '/var/run/swift/mass-group-commit-*'
 SEQUENCE_STATE = struct.Struct('<qqq')
-BODY_SIZE = 8192
 # the figures compared, each per acknowledged replica write but the first
 FIGURES = ('ops_per_s', 'hdd_ios', 'hdd_writes', 'hdd_flushes', 'syncfs')
 
 
-def policy_section(swift_conf, name):
-    """The swift.conf section of the storage policy called ``name``;
+def storage_policy(swift_conf, name):
+    """The storage policy called ``name``, as Swift parses swift.conf;
     ValueError when there is none."""
     parser = configparser.ConfigParser(interpolation=None)
     parser.read(swift_conf)
-    for section in parser.sections():
-        if section.startswith('storage-policy:') and \
-                parser.get(section, 'name', fallback='') == name:
-            return section, parser.get(section, 'diskfile_module',
-                                       fallback=SWIFT_MODULE)
-    raise ValueError('no storage policy named %r in %s' % (name, swift_conf))
+    policy = parse_storage_policies(parser).get_by_name(name)
+    if policy is None:
+        raise ValueError('no storage policy named %r in %s'
+                         % (name, swift_conf))
+    return policy
+
+
+def policy_section(policy):
+    """The policy's section of swift.conf."""
+    return 'storage-policy:%d' % policy.idx
 
 
 def set_diskfile(swift_conf, section, module):
     subprocess.run([sys.executable, INI, 'set', swift_conf, section,
                     'diskfile_module=' + module], check=True,
                    stdout=subprocess.DEVNULL)
+
+
+def ports_of(policy):
+    """The object servers of the policy's loaded ring."""
+    return set((d['ip'], d['port']) for d in policy.object_ring.devs if d)
 
 
 def restart_object_servers(ports, timeout=60):
@@ -117,21 +127,31 @@ def flushes_begun(pattern=SEQUENCE_GLOB):
 
 
 def hdd_served(rows):
-    """{device: (reads, writes, flushes)} the HDD-class models served."""
-    return dict(((r.get('server'), r.get('device')),
-                 (r['model_reads'], r['model_writes'], r['model_syncs']))
-                for r in rows or () if r.get('class') == 'hdd' and
-                'model_syncs' in r)
+    """{device: its row} of the HDD-class devices with a model, from
+    ``tools/saio devices --json``."""
+    return dict(((r.get('server'), r.get('device')), r) for r in rows or ()
+                if r.get('class') == 'hdd' and
+                all(k in r for k in resources.MODEL_COUNTERS))
+
+
+def served_between(before, after):
+    """{device: {counter: I/Os}} each model served between two
+    :func:`hdd_served`; a device whose model daemon restarted in between
+    is left out, as :func:`mass_bench.resources.model_served` leaves it."""
+    return dict((device, dict((k, new[k] - before[device][k])
+                              for k in resources.MODEL_COUNTERS))
+                for device, new in after.items() if device in before and
+                before[device].get('model_pid') == new.get('model_pid'))
 
 
 def costs(acked, replicas, seconds, devices, syncfs):
-    """A run's figures from its counts (see FIGURES)."""
+    """A run's figures from its counts (see FIGURES); ``devices`` as
+    :func:`served_between` gives them."""
     writes = acked * replicas
     if not writes:
         return dict.fromkeys(FIGURES)
-    reads = sum(d[0] for d in devices.values())
-    written = sum(d[1] for d in devices.values())
-    flushed = sum(d[2] for d in devices.values())
+    reads, written, flushed = (sum(d[k] for d in devices.values())
+                               for k in resources.MODEL_COUNTERS)
     return {'ops_per_s': acked / seconds,
             'hdd_ios': (reads + written + flushed) / writes,
             'hdd_writes': written / writes,
@@ -139,51 +159,35 @@ def costs(acked, replicas, seconds, devices, syncfs):
             'syncfs': syncfs / writes}
 
 
-def _delta(before, after):
-    return dict((k, tuple(b - a for a, b in zip(before[k], after[k])))
-                for k in after if k in before)
-
-
-def writers(url, token, container, clients_n, begin, end, stop_at):
-    """Each client PUTs new objects until ``stop_at``; the 201s completed
-    between ``begin`` and ``end`` and every other status seen."""
-    body = os.urandom(BODY_SIZE)
-    acked, others, lock = [0], {}, threading.Lock()
-
-    def client(index):
-        conn, n = clients.Connection(url), 0
-        headers = {'X-Auth-Token': token}
-        while time.time() < stop_at:
-            status = conn.request('PUT', '/%s/c%d-%d' % (container, index, n),
-                                  headers, body)[0]
-            done, n = time.time(), n + 1
-            with lock:
-                if status == 201:
-                    acked[0] += begin <= done < end
-                else:
-                    others[status] = others.get(status, 0) + 1
-    threads = [threading.Thread(target=client, args=(i,), daemon=True)
-               for i in range(clients_n)]
+def start_load(tenant, clients_n, container, start, stop_at):
+    """Workload C's clients (:func:`mass_bench.clients.client`), PUTting
+    new objects into ``container`` until ``stop_at``: their threads,
+    started, and the list each appends its rows to."""
+    workload = workloads.parse('C,concurrency=%d' % clients_n)
+    outs = [[] for _ in range(clients_n)]
+    threads = [threading.Thread(target=clients.client, args=(
+        tenant, workload, container, clients.ObjectSet(()), index, start,
+        stop_at, outs[index]), daemon=True) for index in range(clients_n)]
     for thread in threads:
         thread.start()
-    return threads, acked, others
+    return threads, outs
 
 
-def run(args, mode, url, token, ports, section, replicas):
-    set_diskfile(args.swift_conf, section, MODES[mode.rstrip('*')])
-    restart_object_servers(ports)
+def run(args, mode, tenant, policy):
+    set_diskfile(args.swift_conf, policy_section(policy),
+                 MODES[mode.rstrip('*')])
+    restart_object_servers(ports_of(policy))
     time.sleep(args.settle)
     container = 'bench-gc-%s' % uuid.uuid4().hex[:8]
-    status = clients.Connection(url).request(
-        'PUT', '/' + container, {'X-Auth-Token': token,
-                                 'X-Storage-Policy': args.policy})[0]
+    status = clients.Connection(tenant.url).request(
+        'PUT', '/' + container, {'X-Auth-Token': tenant.token,
+                                 'X-Storage-Policy': policy.name})[0]
     if status not in (201, 202):
         raise RuntimeError('PUT of container %s: %s' % (container, status))
-    begin = time.time() + args.warmup
-    end = begin + args.seconds
-    threads, acked, others = writers(url, token, container, args.clients,
-                                     begin, end, end)
-    clients.sleep_until(begin)
+    start = time.time()
+    end = start + args.warmup + args.seconds
+    threads, outs = start_load(tenant, args.clients, container, start, end)
+    clients.sleep_until(start + args.warmup)
     devices0, syncfs0 = hdd_served(resources.saio_devices(SAIO)), \
         flushes_begun()
     clients.sleep_until(end)
@@ -191,11 +195,16 @@ def run(args, mode, url, token, ports, section, replicas):
         flushes_begun()
     for thread in threads:
         thread.join(120)
+    rows = [row for out in outs for row in out]
+    acked = sum(1 for row in summary.completed_in(
+        rows, args.warmup, args.warmup + args.seconds) if row[3] == 201)
+    others = collections.Counter(str(row[3]) for row in rows
+                                 if row[3] != 201)
     syncfs = sum(n - syncfs0.get(path, 0) for path, n in syncfs1.items())
-    figures = costs(acked[0], replicas, args.seconds,
-                    _delta(devices0, devices1), syncfs)
-    return dict(figures, mode=mode, acked=acked[0], other_statuses=others,
-                container=container)
+    figures = costs(acked, policy.object_ring.replica_count, args.seconds,
+                    served_between(devices0, devices1), syncfs)
+    return dict(figures, mode=mode, acked=acked,
+                other_statuses=dict(others), container=container)
 
 
 def compare(runs, cycles):
@@ -273,30 +282,30 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    if resources.saio_devices(SAIO) is None or not hdd_served(
-            resources.saio_devices(SAIO)):
+    if not hdd_served(resources.saio_devices(SAIO)):
         sys.exit('no HDD-class device model here: run on the hetero SAIO '
                  '(tools/saio up --profile hetero)')
-    section, original = policy_section(args.swift_conf, args.policy)
-    ring = Ring(SWIFT_DIR, ring_name='object-%s' % section.split(':')[1]
-                if section != 'storage-policy:0' else 'object')
-    ports = set((d['ip'], d['port']) for d in ring.devs if d)
-    account_url, token = clients.get_auth(args.auth_url, args.user, args.key)
-    url = args.write_url + '/' + account_url.split('/', 3)[3]
+    policy = storage_policy(args.swift_conf, args.policy)
+    policy.load_ring(SWIFT_DIR)
+    original = policy.diskfile_module
+    tenant = clients.Tenant('bench-gc', args.user, args.key, None)
+    tenant.authenticate(args.auth_url)
+    # the PUTs go through the proxy without Mass, to the same account
+    tenant.url = args.write_url.rstrip('/') + urllib.parse.urlsplit(
+        tenant.url).path
     runs = []
     try:
         for cycle, order in enumerate(ratios.abba(
                 [BASE, 'group_commit', CONTROL], args.cycles)):
             for mode in order:
-                result = dict(run(args, mode, url, token, ports, section,
-                                  ring.replica_count), cycle=cycle)
+                result = dict(run(args, mode, tenant, policy), cycle=cycle)
                 runs.append(result)
                 print('cycle %d %-12s %s' % (cycle + 1, mode, json.dumps(
                     dict((f, result[f] and round(result[f], 3))
                          for f in FIGURES))), flush=True)
     finally:
-        set_diskfile(args.swift_conf, section, original)
-        restart_object_servers(ports)
+        set_diskfile(args.swift_conf, policy_section(policy), original)
+        restart_object_servers(ports_of(policy))
     compared = compare(runs, args.cycles)
     print(report(runs, compared))
     if args.out:

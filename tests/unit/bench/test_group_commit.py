@@ -32,16 +32,21 @@ diskfile_module = egg:swift_mass#replication.group_commit
 """
 
 
+def section_and_module(swift_conf, name):
+    policy = gc.storage_policy(swift_conf, name)
+    return gc.policy_section(policy), policy.diskfile_module
+
+
 def test_the_policy_is_found_by_name_with_its_diskfile_module(tmp_path):
     conf = tmp_path / 'swift.conf'
     conf.write_text(SWIFT_CONF)
-    assert gc.policy_section(str(conf), 'bulk') == (
+    assert section_and_module(str(conf), 'bulk') == (
         'storage-policy:2', gc.GROUP_COMMIT_MODULE)
     # a policy that names none has Swift's own
-    assert gc.policy_section(str(conf), 'standard') == (
+    assert section_and_module(str(conf), 'standard') == (
         'storage-policy:0', gc.SWIFT_MODULE)
     with pytest.raises(ValueError, match="'fast'"):
-        gc.policy_section(str(conf), 'fast')
+        gc.storage_policy(str(conf), 'fast')
 
 
 def test_set_diskfile_changes_one_option_and_keeps_the_rest(tmp_path):
@@ -72,19 +77,32 @@ def test_flushes_begun_reads_the_sequences_of_every_process(tmp_path):
         == 1
 
 
+def served(reads, writes, syncs, pid=7):
+    return {'model_reads': reads, 'model_writes': writes,
+            'model_syncs': syncs, 'model_pid': pid}
+
+
 def test_only_modelled_hdd_devices_count():
     rows = [
-        {'server': 1, 'device': 'sdc1', 'class': 'hdd', 'model_reads': 1,
-         'model_writes': 5, 'model_syncs': 2},
+        dict(served(1, 5, 2), server=1, device='sdc1', **{'class': 'hdd'}),
         {'server': 1, 'device': 'sdb1', 'class': 'ssd', 'reads': 9},
         {'server': 2, 'device': 'sdc2', 'class': 'hdd'},  # no model
     ]
-    assert gc.hdd_served(rows) == {(1, 'sdc1'): (1, 5, 2)}
+    assert list(gc.hdd_served(rows)) == [(1, 'sdc1')]
     assert gc.hdd_served(None) == {}
 
 
+def test_served_between_leaves_out_a_restarted_model():
+    before = {(1, 'sdc1'): served(1, 5, 2), (2, 'sdc2'): served(0, 0, 0)}
+    after = {(1, 'sdc1'): served(3, 35, 12),
+             (2, 'sdc2'): served(9, 9, 9, pid=8)}
+    assert gc.served_between(before, after) == {
+        (1, 'sdc1'): {'model_reads': 2, 'model_writes': 30,
+                      'model_syncs': 10}}
+
+
 def test_costs_are_per_acknowledged_replica_write():
-    devices = {(1, 'sdc1'): (2, 30, 10), (2, 'sdc2'): (0, 30, 14)}
+    devices = {(1, 'sdc1'): served(2, 30, 10), (2, 'sdc2'): served(0, 30, 14)}
     figures = gc.costs(acked=10, replicas=3, seconds=5.0, devices=devices,
                        syncfs=12)
     assert figures == {'ops_per_s': 2.0, 'hdd_ios': 86 / 30.0,
