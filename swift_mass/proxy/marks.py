@@ -37,10 +37,9 @@ Three marks:
   :data:`MOVE_RECHECK_SECONDS` per container (:class:`MovingContainers`):
   a mark the move took off is honoured within that, not once memcache
   forgets it.  Reads are never checked.  The mark's value is kept and
-  shown as it was sent.  A reseller admin's object PUT or DELETE keeps its
-  X-Timestamp
-  (:func:`give_back_timestamp`): the move dates its writes by the versions
-  they copy or delete.
+  shown as it was sent.  A reseller admin's object PUT, POST or DELETE
+  keeps its X-Timestamp (:func:`give_back_timestamp`): the move dates its
+  writes by the versions they copy, fence or delete.
 * :data:`URGENT`, on an account: ``swift-mass urgent TENANT --on`` (``false``
   removes it) makes every request of the tenant carry
   ``X-Backend-Mass-Urgent: true`` to the storage servers, where
@@ -146,14 +145,15 @@ SHUNTED_TIMESTAMP = 'HTTP_X_BACKEND_INBOUND_X_TIMESTAMP'
 
 
 def give_back_timestamp(env):
-    """Give a reseller admin's object PUT or DELETE back the X-Timestamp
-    gatekeeper shunted, so that the proxy dates the write by it as it
-    dates container sync's.  ``swift-mass migrate`` dates each write by
-    the version it copies or deletes, so that a client's later write wins
-    on the object servers.  Only a reseller admin, who may delete the
-    account's every object anyway, sets the time of a write."""
+    """Give a reseller admin's object PUT, POST or DELETE back the
+    X-Timestamp gatekeeper shunted, so that the proxy dates the write by
+    it as it dates container sync's.  ``swift-mass migrate`` dates each
+    write by the version it copies, fences or deletes, so that a client's
+    later write wins on the object servers.  Only a reseller admin, who
+    may delete the account's every object anyway, sets the time of a
+    write."""
     if not env.get('reseller_request') or \
-            env['REQUEST_METHOD'] not in ('PUT', 'DELETE') or \
+            env['REQUEST_METHOD'] not in ('PUT', 'POST', 'DELETE') or \
             SHUNTED_TIMESTAMP not in env:
         return
     try:

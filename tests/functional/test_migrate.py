@@ -24,6 +24,7 @@ a reseller admin's X-Timestamp back).
 The operator credentials are the SAIO's reseller admin, given to the
 command explicitly through ST_AUTH, ST_USER and ST_KEY.
 """
+import argparse
 import json
 import os
 import re
@@ -41,6 +42,8 @@ from swift.common.memcached import load_memcache
 from swift.common.utils import readconf
 from swift.proxy.controllers.base import get_cache_key
 
+from swift_mass.cli import client
+from swift_mass.cli.migrate import migrator as migrate
 from swift_mass.proxy import marks
 from tests.functional.conftest import PROXY, PROXY_CONF, ROOT, Tenant
 from tests.functional.test_cache import MemcacheLogger
@@ -451,6 +454,57 @@ def test_writes_through_a_proxy_without_mass_hold(tenant, moved):
     listed = [e['name'] for e in listing(tenant, container)]
     assert listed == sorted(names + ['aa-posted', 'aa-replaced',
                                      'zz-posted', 'zz-replaced'])
+
+
+def test_a_post_in_the_moment_before_the_moves_delete_holds(tenant, moved):
+    """Item 1 of issue 25, its last window: a client's POST through the
+    proxy without the mass filter after the move read the object's newest
+    replica and before its DELETE reaches the object servers.  The move
+    runs in this process, its connection's DELETE of one object made
+    right after the client's POST: on the object servers the DELETE names
+    the move's fence (X-If-Delete-At), which the POST replaced, and is
+    refused; the move reads the object again, and the POST holds.  No
+    object keeps the fence's X-Delete-At."""
+    container, _segments = moved
+    names = ['obj-%02d' % i for i in range(6)]
+    posted = {'X-Object-Meta-Posted': 'through 8082'}
+    for name in names:
+        put(tenant, '/%s/%s' % (container, name), b'old ' + name.encode(),
+            {'X-Object-Meta-Before': 'move'})
+    creds = client.credentials(argparse.Namespace(), environ=OPERATOR)
+    _url, connect = client.tenant_connector(creds, tenant.account)
+    answers = []
+
+    def hooked():
+        conn = connect()
+        delete = conn.delete_object
+
+        def delete_object(container_name, name, *args, **kwargs):
+            if (container_name, name) == (container, 'obj-03') and \
+                    not answers:
+                answers.append(without_mass(
+                    tenant, 'POST', container, name,
+                    headers=posted).status_code)
+            return delete(container_name, name, *args, **kwargs)
+        conn.delete_object = delete_object
+        return conn
+    summary = migrate.Migrator(hooked, 'bulk', workers=1, settle=1,
+                               lock_ttl=6).run(container)
+    assert summary['status'] == 'moved'
+    assert answers == [202]
+    assert tenant.request('HEAD', '/' + container).headers[
+        'X-Storage-Policy'] == 'bulk'
+    for name in names:
+        assert body_of(tenant, container, name) == (
+            200, b'old ' + name.encode()), name
+        headers = tenant.request('HEAD', '/%s/%s' % (
+            q(container), q(name))).headers
+        assert 'X-Delete-At' not in headers, name
+        if name == 'obj-03':
+            assert headers['X-Object-Meta-Posted'] == 'through 8082'
+            assert 'X-Object-Meta-Before' not in headers
+        else:
+            assert headers['X-Object-Meta-Before'] == 'move', name
 
 
 def test_a_failed_run_leaves_the_container_writable(tenant, moved):

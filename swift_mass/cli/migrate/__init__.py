@@ -42,7 +42,10 @@ a DELETE of the staged version loses to a client's overwrite (409), a copy
 loses to a client's later write or tombstone (Swift answers 202).  Swift
 compares versions within a policy only, so what a client did to an object
 of C between its copy and C's deletion is read back from the object
-servers before C goes (:meth:`.EmptyPhase._settle`).  The mass filter gives a
+servers before C goes (:meth:`.EmptyPhase._settle`).  A client's POST
+changes no data time, so an object of C is deleted only behind a fence,
+a POST of the move's that the DELETE names
+(:meth:`.ObjectMover.delete_unchanged`).  The mass filter gives a
 reseller admin's X-Timestamp back after gatekeeper shunted it
 (:func:`swift_mass.proxy.marks.give_back_timestamp`); the first copy
 checks that it did, before anything is deleted.

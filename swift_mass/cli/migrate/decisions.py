@@ -42,18 +42,33 @@ USER_META_PREFIX = 'x-container-meta-'
 CORS_PREFIX = USER_META_PREFIX + 'access-control-'
 
 # The offsets (Swift's Timestamp offsets) of a run's object writes, added
-# to its base (:func:`stamp_base`): a copy, a delete of the version copied,
-# and a probe of what a client did to an object (EmptyPhase._settle) and its
-# removal.  Within a run each sorts after the one before it; a later run's
-# base is greater than all of an earlier run's offsets.
-COPY, DELETE, PROBE, UNPROBE = 1, 2, 3, 4
+# to its base (:func:`stamp_base`): a copy, the fence (a POST) and the
+# delete of the version copied, a probe of what a client did to an object
+# (EmptyPhase._settle) and its removal, and the removal of a fence that a
+# killed run left (``migrate abort``).  Within a run each sorts after the
+# one before it; a later run's base is greater than all of an earlier run's
+# offsets.
+COPY, FENCE, DELETE, PROBE, UNPROBE, UNFENCE = 1, 2, 3, 4, 5, 6
 ROLES = 8
+# A fence's X-Delete-At (:func:`fence_delete_at`): after any expiry a client
+# means (the year 2255), below the greatest Swift keeps (10 digits).
+FENCE_DELETE_AT_FLOOR = 9000000000
+FENCE_DELETE_AT_CEILING = 9999999999
 # the content type of a probe, a zero-byte object
 PROBE_TYPE = 'application/x-mass-migrate-probe'
 # what copy_object and delete_object found; CHANGED: the newest replica
 # holds a later write than the version to delete, metadata included
 COPIED, GONE, NEWER, DELETED, ABSENT, CHANGED = (
     'copied', 'gone', 'newer', 'deleted', 'absent', 'changed')
+
+# What an object POST replaces besides user metadata (the object servers'
+# default ``allowed_headers``), without X-Delete-At, which a fence sets, and
+# X-Static-Large-Object, which a POST cannot change; a fence sends them
+# again as HEAD shows them.  Content-Type is left out: a POST without one
+# keeps the object's.
+POSTED_HEADERS = ('content-disposition', 'content-encoding',
+                  'x-object-manifest', 'cache-control', 'content-language',
+                  'expires', 'x-robots-tag')
 
 # Object headers a copy must carry over unchanged, apart from user metadata.
 COMPARED_HEADERS = ('content-type', 'content-disposition', 'content-encoding',
@@ -154,6 +169,35 @@ def stamp(version, base, role):
     """The X-Timestamp of an object write of a run (offsets ``base``) that
     copies or deletes ``version`` (an X-Timestamp, as HEAD shows it)."""
     return Timestamp(version, offset=base + role).internal
+
+
+def fence_delete_at(base):
+    """The X-Delete-At of a run's fences (offsets ``base``): one the run's
+    own (from its start, to the microsecond), so that a client's POST that
+    sets an X-Delete-At never sets it."""
+    return FENCE_DELETE_AT_FLOOR + (base // ROLES) % (
+        FENCE_DELETE_AT_CEILING - FENCE_DELETE_AT_FLOOR)
+
+
+def fence_headers(headers, delete_at):
+    """The headers of a POST that leaves an object's metadata as HEAD
+    showed it (``headers``, lower-case) but for its X-Delete-At,
+    ``delete_at`` (None: none).  A POST replaces all of them."""
+    posted = {key: value for key, value in headers.items()
+              if key.startswith('x-object-meta-') or key in POSTED_HEADERS}
+    if delete_at is not None:
+        posted['x-delete-at'] = str(delete_at)
+    return posted
+
+
+def is_fenced(current, staged):
+    """Whether an object of C (``current``, its HEAD headers, lower-case)
+    still holds a killed run's fence: dated as the staged copy
+    (``staged``) is, which a client's write never is, and expiring when
+    the staged copy does not."""
+    return Timestamp(current['x-timestamp']) == Timestamp(
+        staged['x-timestamp']) and \
+        current.get('x-delete-at') != staged.get('x-delete-at')
 
 
 def listed_version(entry):

@@ -181,18 +181,37 @@ class Migrator(object):
             summary['status'] = 'aborted: left in %s' % journal.source_policy
             return summary
         if journal.phase != 'cleanup':
-            if self.account.head_container(container) is None:
+            head = self.account.head_container(container)
+            if head is None:
                 self.account.ensure_container(
                     container, journal.source_policy, journal.saved)
             else:
                 # emptying took its versioning headers off
                 self.account.conn.post_container(container, journal.saved)
+                if head.get('x-storage-policy') == journal.source_policy:
+                    self._unfence(journal)
             self.phases['restore'].run(journal, summary)
         self.phases['cleanup'].run(journal, summary)
         summary['status'] = 'aborted: restored in %s' % (
             self.account.head_container(container) or {}).get(
                 'x-storage-policy')
         return summary
+
+    def _unfence(self, journal):
+        """Take the fences of a run killed while emptying C off the objects
+        it left in C (:meth:`ObjectMover.unfence`)."""
+        container, staging = journal.container, journal.staging
+        if self.account.head_container(staging) is None:
+            return
+        staged = set(e['name'] for e in self.account.listing(staging))
+        entries = [e for e in self.account.listing(container)
+                   if e['name'] in staged]
+        unfenced = self.objects.parallel(lambda name: self.objects.unfence(
+            container, staging, name), entries, '%s: unfence' % container)
+        count = sum(1 for taken in unfenced.values() if taken)
+        if count:
+            self.progress('%s: took a killed run\'s fence off %d objects' % (
+                container, count))
 
     def _run_locked(self, container):
         summary = self._summary(container)

@@ -10,8 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """The object writes of a run of ``swift-mass migrate``: server-side copies,
-deletes and probes, each dated by the version it copies, deletes or probes
-(:func:`~swift_mass.cli.migrate.decisions.stamp`)."""
+fences, deletes and probes, each dated by the version it copies, fences,
+deletes or probes (:func:`~swift_mass.cli.migrate.decisions.stamp`)."""
 import threading
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
@@ -20,10 +20,10 @@ from swift.common.utils import Timestamp
 from swiftclient.exceptions import ClientException
 
 from swift_mass.cli.migrate.decisions import (
-    ABSENT, CHANGED, COPIED, COPY, DELETE, DELETED, GONE, KINDS, NEWER,
-    PASSES, PROBE,
-    PROBE_TYPE, MigrationError, copy_query, fingerprint, http_status,
-    in_copy_order, is_ours, kind_of, listed_version, listing_kind, mismatches,
+    ABSENT, CHANGED, COPIED, COPY, DELETE, DELETED, FENCE, GONE, KINDS, NEWER,
+    PASSES, PROBE, PROBE_TYPE, UNFENCE, MigrationError, copy_query,
+    fence_delete_at, fence_headers, fingerprint, http_status, in_copy_order,
+    is_fenced, is_ours, kind_of, listed_version, listing_kind, mismatches,
     stamp)
 
 
@@ -108,28 +108,42 @@ class ObjectMover(object):
                 source, name, dest, ', '.join(wrong)))
         return COPIED
 
-    def delete_object(self, container, name, version, role=DELETE):
+    def delete_object(self, container, name, version, role=DELETE,
+                      fence=None):
         """Delete ``version`` of an object: DELETED; ABSENT (nothing to
-        delete, or a later tombstone); NEWER (a later version, kept)."""
+        delete, or a later tombstone); NEWER (a later version, kept);
+        CHANGED (``fence``, the X-Delete-At of this run's fence, is gone:
+        a client's POST replaced it)."""
+        headers = {'X-Timestamp': stamp(version, self.base, role)}
+        if fence is not None:
+            headers['X-If-Delete-At'] = str(fence)
         self.account.lock.check()
         try:
-            self.account.conn.delete_object(container, name, headers={
-                'X-Timestamp': stamp(version, self.base, role)})
+            self.account.conn.delete_object(container, name, headers=headers)
         except ClientException as err:
             if http_status(err) == 404:
                 return ABSENT
             if http_status(err) == 409:
                 return NEWER
+            if http_status(err) == 412 and fence is not None:
+                return CHANGED
             raise
         return DELETED
 
     def delete_unchanged(self, container, name, version):
-        """Delete ``version`` of an object of C, unless the newest replica
-        holds a later write of it: CHANGED.  A client's POST (through a
-        proxy without the filter) after the copy changes only the
-        metadata, which Swift's DELETE does not compare (it compares data
-        times): deleted, the POST would be lost with C's old policy.  What
-        is left is the moment between this HEAD and the DELETE."""
+        """Delete ``version`` of an object of C, unless a client changed it
+        since: CHANGED.  A client's POST (through a proxy without the
+        filter) changes only the metadata, which Swift's DELETE does not
+        compare (it compares data times): deleted, the POST would be lost
+        with C's old policy.  Before it was read here (from its newest
+        replica), it shows in the read.  After, it meets the fence: this
+        run's POST, dated by the version read, sets an X-Delete-At of the
+        run's own, and the DELETE names it (``X-If-Delete-At``).  On each
+        object server the client's POST either came first (the fence is
+        older: 409), or between (it replaced the X-Delete-At: the DELETE's
+        412), or after (the object is gone: its 404); it is acknowledged
+        only where a majority did not answer 404, so the fence or the
+        DELETE is refused by a majority too, and the move reads it again."""
         try:
             newest = self.account.head_object(container, name, newest=True)
         except ClientException as err:
@@ -138,7 +152,51 @@ class ObjectMover(object):
             raise
         if Timestamp(newest['x-timestamp']) > Timestamp(version):
             return CHANGED
-        return self.delete_object(container, name, version)
+        fence = fence_delete_at(self.base)
+        headers = fence_headers(newest, fence)
+        headers['X-Timestamp'] = stamp(newest['x-timestamp'], self.base,
+                                       FENCE)
+        refused = self._post(container, name, headers)
+        if refused:
+            return refused
+        return self.delete_object(container, name, version, fence=fence)
+
+    def unfence(self, container, staging, name):
+        """Take a killed run's fence off an object of C, as its staged copy
+        shows the metadata (a run that stops between its fence and its
+        DELETE leaves the object with the fence's X-Delete-At, which
+        ``migrate abort`` must not give back): True if there was one."""
+        try:
+            current = self.account.head_object(container, name, newest=True)
+            staged = self.account.head_object(staging, name)
+        except ClientException as err:
+            if http_status(err) == 404:
+                return False
+            raise
+        if not is_fenced(current, staged):
+            return False
+        headers = fence_headers(staged, staged.get('x-delete-at'))
+        headers['X-Timestamp'] = stamp(current['x-timestamp'], self.base,
+                                       UNFENCE)
+        # a client's later write (409) keeps its own metadata
+        return self._post(container, name, headers) is None
+
+    def _post(self, container, name, headers):
+        """Make an object POST of the move: None, or why not: ABSENT, or
+        CHANGED (a later write, 409)."""
+        self.account.lock.check()
+        try:
+            self.account.conn.post_object(container, name, headers=headers)
+        except ClientException as err:
+            if http_status(err) == 404:
+                return ABSENT
+            if http_status(err) == 409:
+                return CHANGED
+            # Swift's symlink filter answers a POST to a symlink with a
+            # redirect to its target, once the object servers took it
+            if http_status(err) != 307:
+                raise
+        return None
 
     def probe(self, container, staging, name):
         """PUT a probe in C dated after the staged version of ``name``:

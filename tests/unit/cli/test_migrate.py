@@ -382,20 +382,25 @@ class FakeConn(object):
         self._answer(response_dict, 201)
 
     def post_object(self, container, name, headers, response_dict=None):
-        """Swift's fast POST: the user metadata replaced, dated apart
-        from the data (``meta_ts``), which a DELETE does not compare."""
+        """Swift's fast POST: the user metadata and X-Delete-At replaced,
+        dated apart from the data (``meta_ts``), which a DELETE does not
+        compare; a symlink's answered with a redirect, once made."""
         self._refuse(container)
         self.swift.mutate()
         self._container(container)
         obj = self._object(container, name)
-        timestamp = self._timestamp(
-            {k.lower(): v for k, v in headers.items()})
+        headers = {k.lower(): v for k, v in headers.items()}
+        timestamp = self._timestamp(headers)
         if written(obj) >= timestamp:
             raise ClientException('a later write', http_status=409)
-        obj['meta'] = {k[len('x-object-meta-'):]: v
+        obj['meta'] = {k[len('x-object-meta-'):].title(): v
                        for k, v in headers.items()
-                       if k.lower().startswith('x-object-meta-')}
+                       if k.startswith('x-object-meta-')}
+        obj['delete_at'] = int(headers['x-delete-at']) \
+            if 'x-delete-at' in headers else None
         obj['meta_ts'] = timestamp
+        if obj['kind'] == 'symlink':
+            raise ClientException('Object POST failed', http_status=307)
         self._answer(response_dict, 202)
 
     def delete_object(self, container, name, headers=None,
@@ -409,6 +414,12 @@ class FakeConn(object):
         live = obj is not None and not self.swift._expired(obj, timestamp)
         if live and obj['ts'] >= timestamp:
             raise ClientException('a later version', http_status=409)
+        if 'x-if-delete-at' in headers:
+            if not live:
+                raise ClientException('no object', http_status=404)
+            if int(headers['x-if-delete-at']) != obj.get('delete_at'):
+                raise ClientException('X-If-Delete-At and X-Delete-At do '
+                                      'not match', http_status=412)
         key = (target['policy'], container, name)
         tombstone = self.swift.tombstones.get(key)
         if tombstone is None or tombstone < timestamp:
@@ -458,7 +469,7 @@ def snapshot(swift, container):
         container, e['name'], migrate.RAW_QUERY).get('Content-Type'),
         sorted((k, v) for k, v in conn.head_object(
             container, e['name'], migrate.RAW_QUERY).items()
-            if k.startswith('X-Object-Meta-')))
+            if k.startswith('X-Object-Meta-') or k == 'X-Delete-At'))
         for e in swift.listing(container)}
 
 
@@ -799,6 +810,11 @@ class Hooked(FakeConn):
         self.after('PUT', container, name)
         return result
 
+    def post_object(self, container, name, *args, **kwargs):
+        self.before('POST', container, name)
+        return super(Hooked, self).post_object(container, name, *args,
+                                               **kwargs)
+
     def delete_object(self, container, name, *args, **kwargs):
         self.before('DELETE', container, name)
         return super(Hooked, self).delete_object(container, name, *args,
@@ -938,6 +954,56 @@ def test_a_clients_post_after_the_copy_holds():
     assert after == before
     assert swift.containers['c']['policy'] == 'bulk'
     assert set(swift.containers) == {'c', 'segs'}
+
+
+def test_a_clients_post_in_the_moment_before_the_delete_holds():
+    """A POST through a proxy without Mass after the move read the
+    object's newest replica and before its DELETE (obj005), and another
+    before the move's fence (obj006): the fence (409) or the DELETE,
+    which names the fence's X-Delete-At (412), is refused, the move reads
+    the object again, and both POSTs hold."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    client = without_mass(swift)
+    posted = {'X-Object-Meta-Index': 'posted'}
+
+    def post_first(method, container, name):
+        if (method, container, name) in (('DELETE', 'c', 'obj005'),
+                                         ('POST', 'c', 'obj006')):
+            client.post_object('c', name, posted)
+    m = hooked_migrator(swift, before=once_each(post_first))
+    assert m.run('c')['status'] == 'moved'
+    after = snapshot(swift, 'c')
+    for name in ('obj005', 'obj006'):
+        assert after.pop(name)[2] == sorted(posted.items()), name
+        del before[name]
+    assert after == before
+
+
+def test_a_fence_is_the_runs_own_and_keeps_the_metadata():
+    """A fence's X-Delete-At is one no client sets (after any expiry a
+    client means, below Swift's greatest) and differs from run to run; its
+    POST sends again what a POST replaces, but the X-Delete-At; a killed
+    run's fence shows as one until a client writes."""
+    base = migrate.decisions.stamp_base(1764300000.123456)
+    fence = migrate.decisions.fence_delete_at(base)
+    assert 9000000000 <= fence <= 9999999999
+    assert migrate.decisions.fence_delete_at(
+        migrate.decisions.stamp_base(1764300000.123457)) != fence
+    head = {'x-timestamp': '1000.00000', 'x-object-meta-a': '1',
+            'content-disposition': 'inline', 'content-type': 'text/plain',
+            'etag': 'abc', 'content-length': '3', 'x-delete-at': '2000',
+            'x-static-large-object': 'True', 'x-object-manifest': 'c/p'}
+    assert migrate.decisions.fence_headers(head, fence) == {
+        'x-object-meta-a': '1', 'content-disposition': 'inline',
+        'x-object-manifest': 'c/p', 'x-delete-at': str(fence)}
+    assert 'x-delete-at' not in migrate.decisions.fence_headers(head, None)
+    fenced = dict(head, **{'x-delete-at': str(fence)})
+    assert migrate.decisions.is_fenced(fenced, head)
+    assert not migrate.decisions.is_fenced(head, head)
+    assert not migrate.decisions.is_fenced(
+        dict(fenced, **{'x-timestamp': '1001.00000'}), head)
 
 
 def test_client_writes_to_the_container_created_again_hold():
@@ -1383,7 +1449,8 @@ class Recording(object):
     ('DELETE', '/v1/AUTH_t/c/o', 'reseller', True),
     ('PUT', '/v1/AUTH_t/c/o', 'tenant', False),
     ('DELETE', '/v1/AUTH_t/c/o', 'tenant', False),
-    ('POST', '/v1/AUTH_t/c/o', 'reseller', False),
+    ('POST', '/v1/AUTH_t/c/o', 'reseller', True),
+    ('POST', '/v1/AUTH_t/c/o', 'tenant', False),
     ('PUT', '/v1/AUTH_t/c', 'reseller', False)])
 def test_only_a_reseller_admins_object_writes_keep_their_timestamp(
         method, path, token, kept):
