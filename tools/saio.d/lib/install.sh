@@ -144,11 +144,13 @@ do_install() {
     command -v socat >/dev/null 2>&1 || pkgs+=(socat)
     # the group-commit durability test traces the object servers' syscalls
     command -v strace >/dev/null 2>&1 || pkgs+=(strace)
+    # the clock-step test steps one process's wall clock with it
+    pkg_installed libfaketime || pkgs+=(libfaketime)
     command -v mountpoint >/dev/null 2>&1 && command -v findmnt >/dev/null 2>&1 || pkgs+=(util-linux)
     if [ ${#pkgs[@]} -gt 0 ]; then
         apt_install "${pkgs[@]}"
     else
-        say "system packages present (memcached xfsprogs rsyslog curl socat strace)"
+        say "system packages present (memcached xfsprogs rsyslog curl socat strace libfaketime)"
     fi
     # the hetero profile's HDD-class devices run behind it
     ensure_hdd_model
