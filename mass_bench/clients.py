@@ -22,8 +22,8 @@ waits for its last answer; reads, deletes and overwrites pick a name of
 its ``ObjectSet`` by the workload's popularity (uniform: each client its
 own slice of the names; Zipf: one set shared by the tenant's clients, so
 that all of them find the same objects hot).  Per request a client
-records when it began, its latency, status, bytes and a GET's
-``X-Mass-Cache`` answer; ``mass_bench.summary`` makes figures of these
+records when it began, its latency, status, bytes and how Mass answered
+a GET (:func:`served_by`); ``mass_bench.summary`` makes figures of these
 rows.  The process measures its own CPU seconds over the window
 (``cpu_between``): the bench adds them up as the load generator's.
 
@@ -145,10 +145,21 @@ def client_sets(workload, names):
     return [ObjectSet(names)] * workload.concurrency
 
 
+def served_by(headers):
+    """How Mass answered a GET (its response ``headers``, lower-case):
+    ``X-Mass-Cache`` (``hit``, ``miss``...), else ``merged`` where merge's
+    single flight gave it another read's answer (``X-Mass-Merge``), else
+    ''."""
+    cache = headers.get('x-mass-cache', '').lower()
+    if cache:
+        return cache
+    return headers.get('x-mass-merge', '').lower()
+
+
 def client(tenant, workload, container, objects, seed, start, stop_at, out):
     """One client: operations as the workload draws them, until stop_at
     (or workload.operations of them); appends (offset from start,
-    operation, latency s, status, bytes, X-Mass-Cache of a GET or '') to
+    operation, latency s, status, bytes, :func:`served_by` of a GET or '') to
     out.  PUTs create new objects (added to ``objects``) or, with
     workload.overwrite, rewrite one of ``objects``."""
     chooser = workloads.Chooser(workload, seed)
@@ -186,8 +197,7 @@ def client(tenant, workload, container, objects, seed, start, stop_at, out):
             objects.discard(name)
         out.append((began - start, op, latency, status,
                     size if op == 'PUT' else length,
-                    answer.get('x-mass-cache', '').lower()
-                    if op == 'GET' else ''))
+                    served_by(answer) if op == 'GET' else ''))
         done += 1
 
 

@@ -14,7 +14,8 @@ a comparison's runs.
 
 Of a run, per tenant (``summarise``): operations/s, MB/s, mean, p50 and
 p99 latency, errors (5xx and failed connections), the cache's hit ratio
-(GETs answered with ``X-Mass-Cache: hit`` among successful GETs) and a
+(GETs answered with ``X-Mass-Cache: hit`` among successful GETs), the
+share of them merge's single flight answered (``X-Mass-Merge: merged``) and a
 per-second timeline of operations/s (``timeline``).  A request counts in
 the window it *completed* in (began + latency inside [warm-up, warm-up +
 seconds]), whether it began in the warm-up or not (``completed_in``).
@@ -69,6 +70,7 @@ def summarise(rows, warmup, seconds):
     by_op = collections.Counter(r[1] for r in measured)
     gets = [r for r in ok if r[1] == 'GET' and r[3] // 100 == 2]
     hits = sum(1 for r in gets if r[5] == 'hit')
+    merged = sum(1 for r in gets if r[5] == 'merged')
     return {
         'operations': len(measured),
         'errors': len(measured) - len(ok),
@@ -82,6 +84,7 @@ def summarise(rows, warmup, seconds):
         'gets': len(gets),
         'hits': hits,
         'hit_ratio': hits / len(gets) if gets else None,
+        'merged_ratio': merged / len(gets) if gets else None,
     }
 
 
@@ -158,7 +161,7 @@ def by_label_and_cycle(runs):
 def _medians(figs):
     entry = {}
     for name in ('ops_per_s', 'mb_per_s', 'mean_ms', 'p50_ms', 'p99_ms',
-                 'hit_ratio'):
+                 'hit_ratio', 'merged_ratio'):
         values = [f[name] for f in figs if f.get(name) is not None]
         entry[name] = statistics.median(values) if values else None
     entry['errors'] = sum(f['errors'] for f in figs)

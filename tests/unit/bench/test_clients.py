@@ -31,6 +31,7 @@ class FakeConnection(object):
     404 to a GET of ``missing``."""
     hot = set()
     missing = set()
+    merged = set()
 
     def __init__(self, url, timeout=60):
         pass
@@ -46,6 +47,8 @@ class FakeConnection(object):
             return 204, {'x-storage-policy': 'fast'}, 0
         if name in self.missing:
             return 404, {}, 0
+        if name in self.merged:
+            return 200, {'x-mass-merge': 'merged'}, 10
         cache = 'hit' if name in self.hot else 'miss'
         return 200, {'x-mass-cache': cache}, 10
 
@@ -55,6 +58,7 @@ def fake_proxy(monkeypatch):
     FakeConnection.log = []
     FakeConnection.hot = set()
     FakeConnection.missing = set()
+    FakeConnection.merged = set()
     monkeypatch.setattr(clients, 'Connection', FakeConnection)
     return FakeConnection
 
@@ -135,6 +139,29 @@ def test_hits_are_counted_per_successful_get(fake_proxy):
     assert f['gets'] == len(gets) and f['hits'] == len(hits)
     assert f['hit_ratio'] == pytest.approx(len(hits) / len(gets))
     assert 0.4 < f['hit_ratio'] < 0.7  # 5 of 9 names that answer 200
+
+
+def test_merged_reads_are_counted_per_successful_get(fake_proxy):
+    """A GET merge's single flight answered (X-Mass-Merge: merged, no
+    X-Mass-Cache) counts as merged, not as a hit or a miss."""
+    fake_proxy.hot = set(NAMES[:2])
+    fake_proxy.merged = set(NAMES[2:5])
+    w = workloads.parse('get=1,size=1k,objects=10')
+    rows = run_client(w, clients.ObjectSet(NAMES[:10]), operations=1000)
+    assert {r[5] for r in rows} == {'hit', 'miss', 'merged'}
+    f = summary.summarise(rows, 0.0, 10.0)
+    merged = [r for r in rows if r[5] == 'merged']
+    assert f['merged_ratio'] == pytest.approx(len(merged) / f['gets'])
+    assert f['hit_ratio'] == pytest.approx(
+        sum(1 for r in rows if r[5] == 'hit') / f['gets'])
+    assert summary.summarise([(1.0, 'PUT', 0.01, 201, 10, '')], 0.0,
+                             10.0)['merged_ratio'] is None
+    # a comparison carries its median over the runs
+    runs = [{'mode': 'merge', 'cycle': c, 'control': False,
+             'tenants': {'dbdump': dict(f, merged_ratio=share)}}
+            for c, share in enumerate([0.1, 0.3, 0.2])]
+    assert summary.summary(runs, ['merge'], base='merge')['dbdump'][
+        'merge']['merged_ratio'] == pytest.approx(0.2)
 
 
 def test_summarise_hit_ratio_of_measured_gets():
