@@ -25,6 +25,10 @@ change.  It does, in order:
 * pins: an operator's pin fixes class, substore and method; nothing
   overrides it;
 * classify: the class, with the classifier's hysteresis and minimum sample;
+* the mapping: a class that stays follows the mapping's substore for it
+  (the same entry, rerouted) and its method (a new entry, judged as any
+  new method), so that a reload that changes either reaches the tenants
+  of the class, but a method validation deleted stays held off;
 * insertion: a changed class (or an unpin) replaces the policy; the
   figures of the window before it become the baseline its method is
   judged against, but only if the tenant ran without that method for the
@@ -323,6 +327,13 @@ def _decide(tenant, previous, figures, now, settings=DEFAULT_SETTINGS,
     substore = settings.substores.get(cls, '')
     if previous.substore != substore:
         return _rerouted(tenant, previous, substore, settings)
+    method = settings.methods.get(cls, 'none')
+    # a method validation deleted keeps its hold-off's 'none' instead; an
+    # idle tenant keeps its entry (keeps_when_idle)
+    if previous.method != method and method not in previous.holdoff and \
+            figures.reads + figures.writes:
+        return _remapped(tenant, previous, cls, figures, now, settings,
+                         reference)
 
     return _validate(tenant, previous, cls, figures, now, settings,
                      reference)
@@ -388,6 +399,17 @@ def _rerouted(tenant, previous, substore, settings):
         substore, previous.substore, _noted(settings, previous.cls, ': '))
     return previous.replace(substore=substore, reason=reason), [
         '%s: %s' % (tenant, reason)]
+
+
+def _remapped(tenant, previous, cls, figures, now, settings, reference):
+    """:func:`decide` for an unpinned entry whose class stays while the
+    mapping's method for it changed (the operator's, at a reload): the
+    mapping's method from now on, judged as a new one."""
+    entry, _ = _classified(tenant, previous, cls, figures, now, settings,
+                           reference)
+    entry.reason = 'method %s instead of %s (the mapping\'s for %s)' % (
+        entry.method, previous.method, cls)
+    return entry, ['%s: %s' % (tenant, entry.reason)]
 
 
 # -- validation (see the module's docstring) ----------------------------

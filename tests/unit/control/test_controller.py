@@ -75,6 +75,47 @@ def test_changed_class_replaces_policy():
     assert reasons[0].startswith('t: read -> write')
 
 
+def test_a_method_the_mapping_changed_follows_for_a_class_that_stays():
+    """An operator changes a class's method in [filter:mass] and reloads
+    (mixed_method from merge back to none, its default; read_method to
+    none to take tenants off the cache): an unpinned tenant whose class
+    stays gets the new method at its next decision, judged afresh.  It
+    kept the old one for as long as its class stayed: merge went on
+    serving a mixed tenant's reads after mixed_method = none."""
+    merging = SETTINGS._replace(methods=dict(SETTINGS.methods,
+                                             mixed='merge'))
+    entry, _ = controller.decide('t', None, figures(50, 50), 0, merging)
+    assert entry.method == 'merge'
+    entry = entry.replace(validated=True)
+    again, reasons = controller.decide('t', entry, figures(50, 50), 100,
+                                       SETTINGS)
+    assert (again.cls, again.method, again.since) == ('mixed', 'none', 100)
+    assert reasons == ["t: method none instead of merge (the mapping's "
+                       "for mixed)"]
+    # and a method given by the mapping is judged as a new one
+    entry, _ = controller.decide('t', None, figures(95, 5), 0,
+                                 SETTINGS._replace(methods=dict(
+                                     SETTINGS.methods, read='none')))
+    assert entry.method == 'none'
+    entry, reasons = controller.decide('t', entry, figures(95, 5), 100,
+                                       SETTINGS)
+    assert (entry.method, entry.validated) == ('cache', False)
+    assert entry.baseline_ms == pytest.approx(10.0)
+    assert reasons == ["t: method cache instead of none (the mapping's "
+                       "for read)"]
+
+
+def test_a_method_held_off_is_not_given_back_by_the_mapping():
+    """A method validation deleted is not the mapping's change: the entry
+    keeps 'none' (until its class changes after the hold-off)."""
+    entry, _ = controller.decide('t', None, figures(95, 5, get_ms=10),
+                                 0, SETTINGS)
+    entry = deleted_cache(entry)
+    kept, reasons = controller.decide('t', entry, figures(95, 5), 2000,
+                                      SETTINGS)
+    assert kept is entry and reasons == []
+
+
 def test_validation_keeps_a_policy_that_helps():
     entry, _ = controller.decide('t', None, figures(95, 5, get_ms=20),
                                  0, SETTINGS)
