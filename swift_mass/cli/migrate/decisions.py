@@ -56,8 +56,9 @@ FENCE_DELETE_AT_FLOOR = 9000000000
 FENCE_DELETE_AT_CEILING = 9999999999
 # the content type of a probe, a zero-byte object
 PROBE_TYPE = 'application/x-mass-migrate-probe'
-# what copy_object and delete_object found; CHANGED: the newest replica
-# holds a later write than the version to delete, metadata included
+# what copy_object and delete_object found; CHANGED: a client wrote the
+# object after the version to delete, metadata included (its fence or
+# its DELETE was refused)
 COPIED, GONE, NEWER, DELETED, ABSENT, CHANGED = (
     'copied', 'gone', 'newer', 'deleted', 'absent', 'changed')
 

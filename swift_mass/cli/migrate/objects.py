@@ -130,32 +130,35 @@ class ObjectMover(object):
             raise
         return DELETED
 
-    def delete_unchanged(self, container, name, version):
-        """Delete ``version`` of an object of C, unless a client changed it
-        since: CHANGED.  A client's POST (through a proxy without the
-        filter) changes only the metadata, which Swift's DELETE does not
-        compare (it compares data times): deleted, the POST would be lost
-        with C's old policy.  Before it was read here (from its newest
-        replica), it shows in the read.  After, it meets the fence: this
-        run's POST, dated by the version read, sets an X-Delete-At of the
-        run's own, and the DELETE names it (``X-If-Delete-At``).  On each
-        object server the client's POST either came first (the fence is
-        older: 409), or between (it replaced the X-Delete-At: the DELETE's
-        412), or after (the object is gone: its 404); it is acknowledged
-        only where a majority did not answer 404, so the fence or the
-        DELETE is refused by a majority too, and the move reads it again."""
+    def delete_unchanged(self, container, staging, name, version):
+        """Delete ``version`` of an object of C, whose copy ``staging``
+        holds, unless a client changed it since: CHANGED.  A client's POST
+        (through a proxy without the filter) changes only the metadata,
+        which Swift's DELETE does not compare (it compares data times):
+        deleted, the POST would be lost with C's old policy.  So the
+        object is fenced first: this run's POST, dated by ``version``
+        (plus the FENCE offset), sends the staged copy's metadata again
+        and sets an X-Delete-At of the run's own, and the DELETE names it
+        (``X-If-Delete-At``).  On each object server a client's write
+        (dated after ``version``) either came first (the fence is older:
+        409, or 404 after a DELETE), or between (it replaced the
+        X-Delete-At: the DELETE's 412, or 409 for a PUT), or after (the
+        object is gone: its 404).  A write is acknowledged only where a
+        majority did not answer 404, so then the fence or the DELETE is
+        refused by a majority too, and the move reads the object again.
+        The fence alone finds every later write: no read of C's newest
+        replica is needed first."""
         try:
-            newest = self.account.head_object(container, name, newest=True)
+            staged = self.account.head_object(staging, name)
         except ClientException as err:
             if http_status(err) == 404:
-                return ABSENT
+                raise MigrationError('%s/%s: its copy in %s is missing: '
+                                     'nothing is deleted without it' % (
+                                         container, name, staging))
             raise
-        if Timestamp(newest['x-timestamp']) > Timestamp(version):
-            return CHANGED
         fence = fence_delete_at(self.base)
-        headers = fence_headers(newest, fence)
-        headers['X-Timestamp'] = stamp(newest['x-timestamp'], self.base,
-                                       FENCE)
+        headers = fence_headers(staged, fence)
+        headers['X-Timestamp'] = stamp(version, self.base, FENCE)
         refused = self._post(container, name, headers)
         if refused:
             return refused

@@ -205,7 +205,8 @@ class EmptyPhase(Phase):
         POST's new metadata included): ``(DELETED, NEWER or ABSENT, the
         number of copies made)``; NEWER and ABSENT are settled later."""
         for copies in range(PASSES):
-            result = self.objects.delete_unchanged(container, name, version)
+            result = self.objects.delete_unchanged(container, staging, name,
+                                                   version)
             if result != CHANGED:
                 return result, copies
             outcome, version = self.objects.copy_object(container, staging,
@@ -260,7 +261,7 @@ class EmptyPhase(Phase):
                 return 'dropped'
             version = latest
             if self.objects.delete_unchanged(
-                    container, name, version) == DELETED:
+                    container, staging, name, version) == DELETED:
                 self.emptied.add(name)
                 return 'copied'
         raise MigrationError('%s/%s: a client keeps writing it' % (
