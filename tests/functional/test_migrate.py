@@ -458,8 +458,8 @@ def test_writes_through_a_proxy_without_mass_hold(tenant, moved):
 
 def test_a_post_in_the_moment_before_the_moves_delete_holds(tenant, moved):
     """Item 1 of issue 25, its last window: a client's POST through the
-    proxy without the mass filter after the move read the object's newest
-    replica and before its DELETE reaches the object servers.  The move
+    proxy without the mass filter after the move's fence of the object
+    and before its DELETE reaches the object servers.  The move
     runs in this process, its connection's DELETE of one object made
     right after the client's POST: on the object servers the DELETE names
     the move's fence (X-If-Delete-At), which the POST replaced, and is

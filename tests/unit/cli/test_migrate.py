@@ -957,9 +957,9 @@ def test_a_clients_post_after_the_copy_holds():
 
 
 def test_a_clients_post_in_the_moment_before_the_delete_holds():
-    """A POST through a proxy without Mass after the move read the
-    object's newest replica and before its DELETE (obj005), and another
-    before the move's fence (obj006): the fence (409) or the DELETE,
+    """A POST through a proxy without Mass after the move's fence and
+    before its DELETE (obj005), and another before the fence (obj006):
+    the fence (409) or the DELETE,
     which names the fence's X-Delete-At (412), is refused, the move reads
     the object again, and both POSTs hold."""
     swift = FakeSwift()
