@@ -300,15 +300,14 @@ def object_servers_set_up_in_their_app_section():
         with open(path, 'w') as f:
             conf.write(f)
     try:
-        # tools/saio start restarts every server whose config changed
-        started = saio('start', check=False)
+        started = saio('restart', 'object-server', check=False)
         assert started.returncode == 0, started.stdout
         yield
     finally:
         for path, text in saved.items():
             with open(path, 'w') as f:
                 f.write(text)
-        started = saio('start', check=False)
+        started = saio('restart', 'object-server', check=False)
         assert started.returncode == 0, started.stdout
 
 

@@ -56,8 +56,11 @@ def shown_options(command):
     """The options of ``tools/saio mass`` or ``tools/saio queue``, as it
     shows them."""
     out = saio(command).stdout
-    return dict(line.split(':', 1)[1].strip().split(' = ', 1)
-                for line in out.splitlines() if ' = ' in line)
+    # an option set empty shows as "name = " (the restore of one the
+    # template did not have)
+    return dict((name.strip(), value.strip()) for name, value in (
+        line.split(':', 1)[1].split('=', 1)
+        for line in out.splitlines() if ' = ' in line))
 
 
 def proxy_answers():

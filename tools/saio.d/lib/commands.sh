@@ -15,7 +15,7 @@
 
 do_pipeline() {
     [ $# -eq 1 ] || die "usage: tools/saio pipeline with|without"
-    local mode=$1 n files=()
+    local mode=$1 n files=() was_stale=0
     case $mode in with|without) ;; *) die "usage: tools/saio pipeline with|without" ;; esac
     require_root
     require_setup
@@ -24,6 +24,7 @@ do_pipeline() {
         err=$(mass_importable 2>&1) || die "the Mass filters do not load with $PY: $(printf '%s' "$err" | tail -n1)"
     fi
     for n in "${NODES[@]}"; do files+=("$SWIFT_DIR/object-server/$n.conf"); done
+    config_stale && was_stale=1
     apply_mass_mode "$mode" "$SWIFT_DIR/proxy-server.conf" "${files[@]}"
     if [ -f "$SWIFT_DIR/$PROXY2_CONF" ]; then
         apply_mass_mode "$mode" "$SWIFT_DIR/$PROXY2_CONF"
@@ -33,17 +34,17 @@ do_pipeline() {
     grep -E '^[[:space:]]*pipeline[[:space:]]*=' "$SWIFT_DIR/proxy-server.conf" "$SWIFT_DIR/object-server/1.conf" \
         $([ -f "$SWIFT_DIR/$PROXY2_CONF" ] && echo "$SWIFT_DIR/$PROXY2_CONF") |
         sed "s|^$SWIFT_DIR/|saio:   |"
-    do_restart
+    restart_servers "$was_stale" proxy-server object-server
 }
 
-# set_filter_options NAME SECTION CHECK WHAT FILE... -- [OPTION=VALUE ...]:
+# set_filter_options NAME SECTION CHECK WHAT TYPE FILE... -- [OPTION=VALUE ...]:
 # without options show SECTION of the first FILE; with them, check them
 # with CHECK (Python taking `conf`, a dict, raising ConfigError: the
 # filter's own validation, before any server sees the change), set them in
-# every FILE, show them and restart
+# every FILE, show them and restart the servers of swift-init TYPE
 set_filter_options() {
-    local name=$1 section=$2 check=$3 what=$4 files=() arg f
-    shift 4
+    local name=$1 section=$2 check=$3 what=$4 type=$5 files=() arg f was_stale=0
+    shift 5
     while [ $# -gt 0 ] && [ "$1" != -- ]; do files+=("$1"); shift; done
     shift
     if [ $# -eq 0 ]; then
@@ -64,12 +65,13 @@ try:
 except ConfigError as err:
     sys.exit('saio: ERROR: %s' % err)
 EOF
+    config_stale && was_stale=1
     for f in "${files[@]}"; do
         "$PY" "$INI" set "$f" "$section" "$@" || die "$name: $f could not be changed"
     done
     say "[$section] of $what now:"
     "$PY" "$INI" show "${files[0]}" "$section" | sed 's/^/saio:   /'
-    do_restart
+    restart_servers "$was_stale" "$type"
 }
 
 do_queue() {  # [OPTION=VALUE ...]
@@ -78,7 +80,7 @@ do_queue() {  # [OPTION=VALUE ...]
     local n files=()
     for n in "${NODES[@]}"; do files+=("$SWIFT_DIR/object-server/$n.conf"); done
     set_filter_options queue filter:mass_queue 'MassQueueMiddleware(None, conf)' \
-        'the object servers' "${files[@]}" -- "$@"
+        'the object servers' object-server "${files[@]}" -- "$@"
 }
 
 do_mass() {  # [OPTION=VALUE ...]
@@ -88,7 +90,7 @@ do_mass() {  # [OPTION=VALUE ...]
     [ ! -f "$SWIFT_DIR/$PROXY2_CONF" ] || files+=("$SWIFT_DIR/$PROXY2_CONF")
     [ ! -f "$SWIFT_DIR/$KS_PROXY_CONF" ] || files+=("$SWIFT_DIR/$KS_PROXY_CONF")
     set_filter_options mass filter:mass 'MassConf(conf)' \
-        'the proxies with Mass' "${files[@]}" -- "$@"
+        'the proxies with Mass' proxy-server "${files[@]}" -- "$@"
 }
 
 # Mass's redis_url for each engine (tools/saio.d/redis-topology runs the
@@ -128,8 +130,9 @@ do_redis() {  # [single|sentinel|cluster]
         return
     fi
     [ $# -eq 1 ] || die "$usage"
-    local kind=$1 url other
+    local kind=$1 url other was_stale=0
     url=$(redis_engine_url "$kind") || die "$usage"
+    config_stale && was_stale=1
     if [ "$kind" != single ]; then
         if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
             apt_install redis-server redis-tools
@@ -139,7 +142,7 @@ do_redis() {  # [single|sentinel|cluster]
     set_redis_url "$SWIFT_DIR" "$url"
     marker_set redis "$kind"
     say "proxies and object servers now use $url"
-    do_restart
+    restart_servers "$was_stale" proxy-server object-server
     if [ "$kind" = single ]; then
         for other in sentinel cluster; do
             "$TEMPLATES/redis-topology" "$other" down >/dev/null 2>&1 || true

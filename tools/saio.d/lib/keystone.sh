@@ -44,9 +44,13 @@ keystone_importable() {
     [ -x "$KS_PY" ] && "$KS_PY" -c 'import keystone.server.wsgi' >/dev/null 2>&1
 }
 
-keystone_install() {
+keystone_packages() {  # Debian's Keystone, into its own Python
     keystone_importable || apt_install python3-keystone
     keystone_importable || die "python3-keystone installed, but $KS_PY cannot import keystone"
+}
+
+keystone_install() {
+    keystone_packages
     # the proxy's authtoken, and swiftclient's v3 auth for swift-mass
     "$PY" -c 'import keystonemiddleware.auth_token, keystoneclient.v3' >/dev/null 2>&1 ||
         py_pip_install -q keystonemiddleware python-keystoneclient
@@ -158,6 +162,8 @@ CONF
 keystone_up() {
     require_root
     require_setup
+    local was_stale=0
+    config_stale && was_stale=1
     keystone_install
     keystone_configure
     keystone_serve
@@ -166,18 +172,20 @@ keystone_up() {
         "http://127.0.0.1:$KS_PROXY_PORT" "$KS_ACCOUNTS" >>"$KS_LOG" 2>&1 ||
         die "creating the Keystone users failed (see $KS_LOG)"
     keystone_proxy_conf
-    # a proxy cannot be started alone (lib/servers.sh): start restarts
-    # them all, as the config changed
-    do_start
+    # a proxy cannot be started alone (lib/servers.sh): the proxies restart
+    restart_servers "$was_stale" proxy-server
     say "keystone up: $KS_URL, proxy http://127.0.0.1:$KS_PROXY_PORT (users in $KS_ACCOUNTS)"
 }
 
 keystone_down() {
     require_root
-    local pid
+    local pid was_stale=0
     if [ -f "$SWIFT_DIR/$KS_PROXY_CONF" ]; then
+        config_stale && was_stale=1
+        # stopped while its config is there for swift-init to find
+        swift-init proxy-server stop 2>&1 | sed 's/^/saio:   /' || true
         rm -f "$SWIFT_DIR/$KS_PROXY_CONF"
-        swift-init proxy-server restart 2>&1 | sed 's/^/saio:   /' || true
+        restart_servers "$was_stale" proxy-server
     fi
     if pid=$(keystone_pid); then
         stop_process "$pid"
@@ -202,12 +210,14 @@ keystone_status() {
     fi
 }
 
-do_keystone() {  # up|down|status
-    [ $# -eq 1 ] || die "usage: tools/saio keystone up|down|status"
+do_keystone() {  # up|down|status|packages
+    local usage="usage: tools/saio keystone up|down|status|packages"
+    [ $# -eq 1 ] || die "$usage"
     case $1 in
         up) keystone_up ;;
         down) keystone_down ;;
         status) keystone_status ;;
-        *) die "usage: tools/saio keystone up|down|status" ;;
+        packages) require_root; keystone_packages ;;
+        *) die "$usage" ;;
     esac
 }

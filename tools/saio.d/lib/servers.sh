@@ -139,7 +139,7 @@ wait_healthy() {
             printf '%s\n' "$down" | diagnose
             return 1
         fi
-        sleep 1
+        sleep 0.2
     done
 }
 
@@ -211,7 +211,7 @@ do_start() {
         say "$SWIFT_DIR changed since the servers were started: restarting them"
         do_stop
     fi
-    local down f name ip port conf targets=() restart_proxies=0
+    local down f name ip port conf target targets=() restart_proxies=0
     down=$(down_servers)
     if [ -z "$down" ]; then
         say "all Swift servers already answer"
@@ -238,13 +238,17 @@ do_start() {
                 esac
             done <<<"$down"
         fi
-        if [ ${#targets[@]} -gt 0 ]; then
-            say "swift-init ${targets[*]} start"
-            swift-init "${targets[@]}" start 2>&1 | sed 's/^/saio:   /' || true
-        fi
+        # one swift-init per target: given object-server.1 and
+        # object-server.3 together it starts only the first (it keeps a set
+        # of servers, and two instances of one type count as one); it does
+        # not wait for them (wait_healthy does, for all at once)
+        for target in "${targets[@]}"; do
+            say "swift-init $target start"
+            swift-init "$target" start --no-wait 2>&1 | sed 's/^/saio:   /' || true
+        done
         if [ "$restart_proxies" -eq 1 ]; then
             say "swift-init proxy-server restart (a proxy was down)"
-            swift-init proxy-server restart 2>&1 | sed 's/^/saio:   /' || true
+            swift-init proxy-server restart --no-wait 2>&1 | sed 's/^/saio:   /' || true
         fi
         wait_healthy || die "Swift did not come up (see above)"
         say "all Swift servers answer /healthcheck"
@@ -283,9 +287,68 @@ do_stop() {
     say "Swift servers stopped (memcached and Redis left running)"
 }
 
-do_restart() {
+do_restart() {  # [TYPE...]
+    local type
+    if [ $# -gt 0 ]; then
+        for type in "$@"; do
+            case $type in
+                proxy-server|object-server|container-server|account-server) ;;
+                *) die "restart: unknown server type '$type' (proxy-server, object-server, container-server, account-server)" ;;
+            esac
+        done
+        require_root
+        require_setup
+        restart_servers 0 "$@"
+        return
+    fi
     do_stop
     do_start
+}
+
+# restart_servers WAS_STALE TYPE...: after a change to the configs of the
+# servers of these swift-init types alone (proxy-server, object-server),
+# restart those and leave the rest running what they read at start-up;
+# WAS_STALE=1 (the configs had changed before this change: a hand edit,
+# say) restarts everything, as `tools/saio restart` does.  A full restart
+# starts some 20 servers on the SAIO's two cores (12-15 s); the proxies
+# alone come back in 3-4 s.
+restart_servers() {
+    local was_stale=$1 type
+    shift
+    if [ "$was_stale" -eq 1 ] || ! any_server_answers; then
+        do_restart
+        return
+    fi
+    say "swift-init $* stop"
+    swift-init "$@" stop 2>&1 | sed 's/^/saio:   /' || true
+    for type in "$@"; do
+        wait_type_down "$type" ||
+            die "these $type ports still answer after stop: $(type_ports "$type" answering)"
+    done
+    # every server now runs, or will, the configs as they are
+    mkdir -p "$(dirname "$CONFIG_STAMP")"
+    config_hash >"$CONFIG_STAMP"
+    do_start
+}
+
+type_ports() {  # type answering|all: "ip:port" of its servers
+    local want=$1 which=$2 name ip port conf out=""
+    while read -r name ip port conf; do
+        [ "$name" = "$want" ] || continue
+        if [ "$which" = all ] || [ "$(http_code "http://$ip:$port/healthcheck")" != 000 ]; then
+            out+=" $ip:$port"
+        fi
+    done < <(servers)
+    echo "${out# }"
+}
+
+wait_type_down() {  # type: its servers stop answering within 10 s
+    local _
+    for _ in $(seq 1 50); do
+        [ -z "$(type_ports "$1" answering)" ] && return 0
+        sleep 0.2
+    done
+    return 1
 }
 
 do_status() {
