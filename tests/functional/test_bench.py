@@ -9,10 +9,13 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""tools/bench end to end on the SAIO, on a tiny workload: it runs
-every mode, leaves the cluster as it found it, and writes well-formed
-results and plots.  How fast anything is, is not a test's business."""
+"""tools/bench end to end on the SAIO, on a tiny workload for a few
+seconds, one cycle of every mode with a short settle: it leaves the
+cluster as it found it, and results.json holds every figure the summary,
+the costs per operation and what Mass did need, each number finite, and
+the plots are PNGs.  How fast anything is, is not a test's business."""
 import json
+import math
 import os
 import subprocess
 
@@ -20,6 +23,9 @@ from tests.functional.conftest import ROOT, saio
 
 TENANTS = ['photos:web:web=A,objects=4,warmup=0.5,size=64k',
            'backup:job:job=C,warmup=0.5']
+SECONDS = 3
+GROUPS = {'load_generator', 'proxy', 'object', 'container', 'account',
+          'redis', 'memcached'}
 
 
 def run_bench(tenants, out, options, timeout=300):
@@ -42,40 +48,98 @@ def _refuse(name):
     raise AssertionError('results.json holds %s' % name)
 
 
+def numbers(value, path='result'):
+    """(path, number) of every number in a JSON tree."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from numbers(item, '%s.%s' % (path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from numbers(item, '%s[%d]' % (path, i))
+
+
+def is_png(path):
+    with open(path, 'rb') as fp:
+        return fp.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
+def check_run(run):
+    assert set(run['tenants']) == {'photos', 'backup'}
+    for figures in run['tenants'].values():
+        assert figures['operations'] > 0
+        assert figures['ops_per_s'] > 0 and figures['mean_ms'] > 0
+        assert figures['p50_ms'] <= figures['p99_ms']
+        assert len(figures['timeline']['ops']) == SECONDS
+        did = figures['mass']
+        assert did['samples'] >= SECONDS - 1
+        assert set(did) >= {'class_seconds', 'substore_seconds',
+                            'method_seconds', 'decisions'}
+        # judged only with Mass in the pipelines
+        assert (did['method_in_force'] is not None) == \
+            run['mass_in_pipeline']
+    # the policy table each second, the warm-up's included
+    assert len(run['policy']) >= SECONDS
+    assert all(isinstance(t, (int, float)) for t, _ in run['policy'])
+    where = run['resources']
+    assert set(where['cpu_seconds']) >= GROUPS
+    assert where['redis_commands'] >= 0
+    assert 0 <= run['load_generator']['machine_pct'] <= 100
+    costs = run['costs']
+    assert costs['operations'] == sum(
+        f['operations'] for f in run['tenants'].values())
+    assert set(costs['cpu_ms']) >= GROUPS
+    assert costs['redis_commands'] >= 0
+
+
 def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):
     before = store.get_pins()
-    stdout, result = run_bench(TENANTS, tmp_path,
-                               ['--cycles', '1', '--seconds', '2',
-                                '--settle', '1'])
+    stdout, result = run_bench(TENANTS, tmp_path, [
+        '--cycles', '1', '--seconds', str(SECONDS), '--settle', '1'])
+    bad = [(path, n) for path, n in numbers(result) if not math.isfinite(n)]
+    assert bad == []
     assert result['modes'] == ['default', 'static', 'mass']
     # one cycle: each mode once, and default a second time (A/A control)
-    assert [(r['mode'], r['control']) for r in result['runs']] == [
-        ('default', False), ('default', True), ('static', False),
-        ('mass', False)]
+    assert [(r['mode'], r['control'], r['mass_in_pipeline'], r['settle'])
+            for r in result['runs']] == [
+        ('default', False, False, 1.0), ('default', True, False, 1.0),
+        ('static', False, True, 1.0), ('mass', False, True, 1.0)]
     for run in result['runs']:
-        assert set(run['tenants']) == {'photos', 'backup'}
-        for figures in run['tenants'].values():
-            assert figures['operations'] > 0
-            assert figures['errors'] == 0, figures['statuses']
-            assert len(figures['timeline']['ops']) == 2
-        # where the time went: the CPU always, devices on hetero only
-        assert run['resources']['cpu']['busy_pct'] >= 0
+        check_run(run)
     photos = result['runs'][0]['tenants']['photos']
     assert set(photos['by_operation']) == {'GET'}
     assert result['runs'][0]['tenants']['backup']['by_operation'].keys() \
         == {'PUT'}
     assert result['tenants']['photos']['workload']['intended_class'] == \
         'read'
-    summary = result['summary']['photos']
-    assert set(summary) == {'default', 'static', 'mass', 'control'}
-    assert summary['mass']['throughput_ratio']['cycles']
-    # the table and the plots
-    assert 'ops/s vs default' in stdout
-    assert 'hit %' in stdout and 'where the time went' in stdout
-    assert 0 <= summary['mass']['hit_ratio'] <= 1
-    for name in ('throughput.png', 'latency.png'):
-        with open(os.path.join(str(tmp_path), name), 'rb') as fp:
-            assert fp.read(8) == b'\x89PNG\r\n\x1a\n'
+    # the ratios: median, bootstrap interval, A/A spread and verdict
+    for label in ('photos', 'backup', '(all)'):
+        modes = result['summary'][label]
+        assert set(modes) == {'default', 'static', 'mass', 'control'}
+        for mode in ('static', 'mass'):
+            ratio = modes[mode]['throughput_ratio']
+            assert ratio['cycles']
+            assert ratio['interval']['low'] <= ratio['median'] <= \
+                ratio['interval']['high']
+            assert ratio['verdict'] in ('difference', 'no difference')
+        assert set(modes['control']['aa_spread']) == {'ops_per_s',
+                                                      'mean_ms'}
+    assert 0 <= result['summary']['photos']['mass']['hit_ratio'] <= 1
+    per_tenant = result['per_tenant']
+    assert set(per_tenant) >= {'mass', 'control'}
+    assert per_tenant['mass']['throughput_ratio']['median'] > 0
+    assert set(result['costs']) == {'default', 'static', 'mass', 'control'}
+    # the table
+    for text in ('ops/s vs default', 'hit %', 'geo-mean', 'A/A spread',
+                 '% of the machine', 'cost per operation',
+                 'where the time went'):
+        assert text in stdout, text
+    for name in ('throughput.png', 'latency.png', 'timeline-default.png',
+                 'timeline-mass.png'):
+        assert is_png(os.path.join(str(tmp_path), name)), name
     # as found: Mass in the pipelines again, no pins left behind
     assert store.get_pins() == before
     assert 'with mass' in saio('status').stdout
