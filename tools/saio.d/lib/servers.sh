@@ -306,8 +306,8 @@ do_restart() {  # [TYPE...]
 }
 
 # restart_servers WAS_STALE TYPE...: after a change to the configs of the
-# servers of these swift-init types alone (proxy-server, object-server),
-# restart those and leave the rest running what they read at start-up;
+# servers of these swift-init types alone (proxy-server, object-server,
+# container-server, account-server), restart those and leave the rest running what they read at start-up;
 # WAS_STALE=1 (the configs had changed before this change: a hand edit,
 # say) restarts everything, as `tools/saio restart` does.  A full restart
 # starts some 20 servers on the SAIO's two cores (12-15 s); the proxies
@@ -323,7 +323,7 @@ restart_servers() {
     swift-init "$@" stop 2>&1 | sed 's/^/saio:   /' || true
     for type in "$@"; do
         wait_type_down "$type" ||
-            die "these $type ports still answer after stop: $(type_ports "$type" answering)"
+            die "these $type ports still answer after stop: $(answering_ports "$type")"
     done
     # every server now runs, or will, the configs as they are
     mkdir -p "$(dirname "$CONFIG_STAMP")"
@@ -331,13 +331,11 @@ restart_servers() {
     do_start
 }
 
-type_ports() {  # type answering|all: "ip:port" of its servers
-    local want=$1 which=$2 name ip port conf out=""
+answering_ports() {  # type: "ip:port" of its servers that still answer
+    local want=$1 name ip port conf out=""
     while read -r name ip port conf; do
         [ "$name" = "$want" ] || continue
-        if [ "$which" = all ] || [ "$(http_code "http://$ip:$port/healthcheck")" != 000 ]; then
-            out+=" $ip:$port"
-        fi
+        [ "$(http_code "http://$ip:$port/healthcheck")" = 000 ] || out+=" $ip:$port"
     done < <(servers)
     echo "${out# }"
 }
@@ -345,7 +343,7 @@ type_ports() {  # type answering|all: "ip:port" of its servers
 wait_type_down() {  # type: its servers stop answering within 10 s
     local _
     for _ in $(seq 1 50); do
-        [ -z "$(type_ports "$1" answering)" ] && return 0
+        [ -z "$(answering_ports "$1")" ] && return 0
         sleep 0.2
     done
     return 1
