@@ -12,10 +12,38 @@
 """A proxy's side of the generations (:mod:`swift_mass.generations`): the
 validity a cached body is stored and served under, and whether every
 device of the object rings has an object server that bumps."""
+import collections
+
 from swift.common.utils import Timestamp
 
 from swift_mass.generations.core import Generations, decoded, new_token
 from swift_mass.lua import read_script
+
+
+class Written(collections.namedtuple('Written', 'timestamp sealed')):
+    """The newest write recorded for an object (``timestamp``, a
+    Timestamp), and whether it is a fence sealed in the reader's era
+    (:meth:`GenerationReader.read`)."""
+    __slots__ = ()
+
+
+def era(epoch, entered):
+    """What a fence is sealed in (seal.lua): the epoch, and the version
+    of the bumped set the tenant entered in."""
+    return '%s:%s' % (epoch, entered)
+
+
+def parse_generation(value):
+    """``(token, seal, written)`` of an object's generation as Redis holds
+    it ("<token>[|<seal>]/<written>", bump.lua and seal.lua): seal the era
+    its fence was sealed in or '', written a Timestamp or None."""
+    head, _, written = value.partition('/')
+    token, _, seal = head.partition('|')
+    try:
+        written = Timestamp(written) if written else None
+    except ValueError:
+        written = None
+    return token, seal, written
 
 
 class GenerationReader(Generations):
@@ -24,21 +52,29 @@ class GenerationReader(Generations):
 
     _READ = read_script(__package__, 'read')
     _COVERAGE = read_script(__package__, 'coverage')
+    _SEAL = read_script(__package__, 'seal')
 
     def __init__(self, url, logger, **kwargs):
         super(GenerationReader, self).__init__(url, logger, **kwargs)
         self._read = self.client.register_script(self._READ)
         self._coverage_script = self.client.register_script(self._COVERAGE)
+        self._seal = self.client.register_script(self._SEAL)
         # (when checked, devices not registered, lowest version applied)
         self._coverage = (0.0, None, None)
 
     def read(self, key, tenant):
         """``(validity, written)`` of an object of ``tenant`` now: validity
-        a string that changes with every write, written the X-Timestamp of
-        the newest write recorded (a Timestamp) or None.  ``(None, None)``
-        when Redis cannot tell, or the generations are not to be trusted:
-        the tenant is not bumped, or not yet by every object server (call
-        :meth:`uncovered` first: it finds the lowest version they apply)."""
+        a string that changes with every write, written the newest write
+        recorded for it (a :class:`Written`) or None.  That write is a
+        *fence* only when it was sealed (:meth:`seal`) in the era the
+        reader is in now (the same epoch, and the same membership of the
+        tenant in the bumped set): only then is no write acknowledged
+        before this read newer than it (docs/cache.md, "Why no fill is
+        older than an acknowledged write"); else a fill must read the
+        newest replica.  ``(None, None)`` when Redis cannot tell,
+        or the generations are not to be trusted: the tenant is not
+        bumped, or not yet by every object server (call :meth:`uncovered`
+        first: it finds the lowest version they apply)."""
         if not self.available():
             return None, None
         try:
@@ -54,12 +90,37 @@ class GenerationReader(Generations):
         applied = self._coverage[2]
         if not entered or applied is None or int(entered) > applied:
             return None, None
-        token, _, written = gen.partition('/')
-        try:
-            written = Timestamp(written) if written else None
-        except ValueError:
-            written = None
+        token, seal, written = parse_generation(gen)
+        if written is not None:
+            written = Written(written, seal == era(epoch, entered))
         return '%s:%s:%s' % (epoch, token, entered), written
+
+    def seal(self, key, tenant, validity, timestamp):
+        """Seal the fence of an object of ``tenant`` after a read of its
+        newest replica (X-Newest) that began under ``validity`` and
+        returned the version of ``timestamp``: from now on, and while the
+        era lasts, :meth:`read` answers the highest of that and every
+        write recorded since.  Whether the object is still at ``validity``
+        (nothing written since: what the read returned may be cached), as
+        :meth:`read` would tell; False when Redis cannot tell."""
+        epoch, token, entered = validity.split(':')
+        try:
+            timestamp = Timestamp(timestamp).internal
+        except (TypeError, ValueError):
+            return False
+        if not self.available():
+            return False
+        try:
+            sealed = self._seal(
+                keys=[self.epoch_key, self.alive_key, self._key(key),
+                      self.bumps_key],
+                args=self._epoch_args() + [token, epoch, entered, tenant,
+                                           timestamp])
+        except Exception as err:
+            self.failed(err)
+            return False
+        self.breaker.succeeded()
+        return int(sealed) == 1
 
     def uncovered(self, required, period=5.0):
         """The names of the devices ``required()`` answers (ring devices,

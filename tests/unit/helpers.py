@@ -14,7 +14,9 @@ Swift's logger, a clock the test moves, memcached."""
 import socketserver
 import threading
 import time
+import uuid
 
+import redis.exceptions
 from swift.common.swob import Response
 
 # Where the tests' Redis seems to be; conftest.fake_services answers it
@@ -174,3 +176,33 @@ class _MemcachedConnection(socketserver.StreamRequestHandler):
                 else:
                     reply = b'ERROR'
             self.wfile.write(reply + b'\r\n')
+
+
+def names_cluster_error(text):
+    """Whether ``text`` ("<class name>: <message>", as Mass reports a
+    Redis error) names one of redis-py's Cluster errors: redis-py 8.2 calls
+    an unreachable Cluster RedisClusterUnreachableError, a subclass of the
+    RedisClusterException earlier versions raised."""
+    name = text.split(':', 1)[0].split()[-1]
+    error = getattr(redis.exceptions, name, None)
+    return isinstance(error, type) and \
+        issubclass(error, redis.exceptions.RedisClusterException)
+
+
+def server_of(generations):
+    """The FakeServer behind a client, found without connecting to it:
+    redis-py 8.2's pool connects a connection it hands out, which fails
+    while the server emulates a connection error."""
+    return generations.client.connection_pool.connection_kwargs['server']
+
+
+def restart(keys, *connected):
+    """What a restart from a snapshot does: the process (run_id) is new,
+    every connection (of the ``connected`` generations) is cut, and Redis
+    holds the keys as they were."""
+    for key, value in keys.items():
+        connected[0].client.restore(key, 0, value, replace=True)
+    server_of(connected[0]).run_id = uuid.uuid4().hex
+    for generations in connected:
+        generations.client.connection_pool.disconnect()
+        generations.bump_client.connection_pool.disconnect()

@@ -13,26 +13,33 @@
 -- epoch, KEYS[2] alive, KEYS[3..] the objects' generations; ARGV[1] a
 -- new epoch, ARGV[2] the gap in ms, ARGV[3] ttl, ARGV[4] the write's
 -- timestamp or '', ARGV[5..] tokens, one per object.  Each object gets
--- its token, with the highest write timestamp recorded for it
--- ("<token>/<timestamp>").  The epoch.
+-- its token, with the highest write timestamp recorded for it, and the
+-- era its fence was sealed in, if any ("<token>[|<seal>]/<timestamp>",
+-- seal.lua): a seal names its own era, so one kept across a change of
+-- era is simply not trusted.  The epoch.
 for i = 3, #KEYS do
     local old = redis.call('GET', KEYS[i])
     local written = ARGV[4]
+    local seal = ''
     if old then
+        local sealed = string.match(old, '^[^|/]*|([^/]*)')
+        if sealed then
+            seal = '|' .. sealed
+        end
         local seen = string.match(old, '/(.*)$')
         if seen and (written == '' or seen > written) then
             written = seen
         end
     end
-    local value = ARGV[i + 2]
+    local value = ARGV[i + 2] .. seal
     if written ~= '' then
         value = value .. '/' .. written
     end
     redis.call('SET', KEYS[i], value, 'EX', ARGV[3])
 end
--- The gap check, the same in read.lua, bump.lua and heartbeat.lua (a
--- unit test holds them to it): KEYS[1] epoch, KEYS[2] alive; ARGV[1] a
--- new epoch, ARGV[2] the gap in ms.  Sets epoch, and now (ms, Redis's
+-- The gap check, the same in read.lua, bump.lua, heartbeat.lua and
+-- seal.lua (a unit test holds them to it): KEYS[1] epoch, KEYS[2] alive;
+-- ARGV[1] a new epoch, ARGV[2] the gap in ms.  Sets epoch, and now (ms, Redis's
 -- clock).
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)

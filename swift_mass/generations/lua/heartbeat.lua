@@ -19,9 +19,9 @@
 -- heartbeat.  A field per process, "<version> <expiry ms, Redis's
 -- clock>"; expired ones go.  {epoch, 1 when a registration relied on
 -- had lapsed (the epoch is then new), else 0}.
--- The gap check, the same in read.lua, bump.lua and heartbeat.lua (a
--- unit test holds them to it): KEYS[1] epoch, KEYS[2] alive; ARGV[1] a
--- new epoch, ARGV[2] the gap in ms.  Sets epoch, and now (ms, Redis's
+-- The gap check, the same in read.lua, bump.lua, heartbeat.lua and
+-- seal.lua (a unit test holds them to it): KEYS[1] epoch, KEYS[2] alive;
+-- ARGV[1] a new epoch, ARGV[2] the gap in ms.  Sets epoch, and now (ms, Redis's
 -- clock).
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)

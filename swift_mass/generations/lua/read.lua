@@ -24,9 +24,9 @@ if not gen then
     gen = ARGV[3]
     redis.call('SET', KEYS[3], gen, 'EX', ARGV[4])
 end
--- The gap check, the same in read.lua, bump.lua and heartbeat.lua (a
--- unit test holds them to it): KEYS[1] epoch, KEYS[2] alive; ARGV[1] a
--- new epoch, ARGV[2] the gap in ms.  Sets epoch, and now (ms, Redis's
+-- The gap check, the same in read.lua, bump.lua, heartbeat.lua and
+-- seal.lua (a unit test holds them to it): KEYS[1] epoch, KEYS[2] alive;
+-- ARGV[1] a new epoch, ARGV[2] the gap in ms.  Sets epoch, and now (ms, Redis's
 -- clock).
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)

@@ -293,11 +293,11 @@ class CacheMethod(base.Method):
         return self.hits.answer(
             env, key, self.validity_check.current(env, key)[0])
 
-    def fill(self, env, key, validity, headers, body):
+    def fill(self, env, key, validity, headers, body, newest=None):
         """Cache ``body`` fetched under ``validity``, unless the object
         was written since; whether it was stored: :meth:`Entries.fill
         <swift_mass.proxy.methods.entries.Entries.fill>`."""
-        return self.entries.fill(env, key, validity, headers, body)
+        return self.entries.fill(env, key, validity, headers, body, newest)
 
     # -- reads ---------------------------------------------------------
 
@@ -378,6 +378,27 @@ class CacheMethod(base.Method):
         req.acl = info.get('read_acl')
         return authorize(req)
 
+    def _backend_read(self, env, app, newest):
+        """The backend's answer to a miss (a WSGIContext that started it,
+        and its body): read from the newest replica (X-Newest) if
+        ``newest``, and left in ``env`` if it answered so."""
+        if newest:
+            env['HTTP_X_NEWEST'] = 'true'
+        ctx = WSGIContext(app)
+        app_iter = ctx._app_call(env)
+        if newest and ctx._get_status_int() == 200 and \
+                base.content_length(ctx._response_headers) is None:
+            # Swift's X-Newest read that meets a DELETE between its reads
+            # of the replicas answers 200 with no body and the deleted
+            # version's ETag (its best_response, once the newer tombstone
+            # set the 200s aside): the client gets the read as Swift alone
+            # would have sent it, and nothing is cached.
+            close_if_possible(app_iter)
+            del env['HTTP_X_NEWEST']
+            ctx = WSGIContext(app)
+            app_iter = ctx._app_call(env)
+        return ctx, app_iter
+
     def _plain_get(self, env):
         return env['REQUEST_METHOD'] == 'GET' and \
             not any(name in env for name in CONDITIONS)
@@ -389,33 +410,20 @@ class CacheMethod(base.Method):
         self._count(env, 'miss')
         storing = self._plain_get(env)
         validity = written = None
-        added_newest = False
         if storing:
             validity, written = read if read is not None else \
                 self.validity_check.current(env, key)
-            if validity is not None and written is None and \
-                    'HTTP_X_NEWEST' not in env:
-                # No write of this object was recorded since its tenant's
-                # writes were bumped: one made before may have missed the
-                # replica the proxy would read, and what is cached here is
-                # served by every proxy, where Swift alone would serve it
-                # only from that replica until replication repaired it.
-                env['HTTP_X_NEWEST'] = 'true'
-                added_newest = True
-        ctx = WSGIContext(app)
-        app_iter = ctx._app_call(env)
-        if added_newest and ctx._get_status_int() == 200 and \
-                base.content_length(ctx._response_headers) is None:
-            # Swift's X-Newest read that meets a DELETE between its reads
-            # of the replicas answers 200 with no body and the deleted
-            # version's ETag (its best_response, once the newer tombstone
-            # set the 200s aside): the client gets the read as Swift alone
-            # would have sent it, and nothing is cached.
-            close_if_possible(app_iter)
-            del env['HTTP_X_NEWEST']
-            ctx = WSGIContext(app)
-            app_iter = ctx._app_call(env)
-            storing = False
+        # No fence sealed in this era: a write acknowledged before may
+        # have missed the replica the proxy would read (one made while the
+        # tenant was out of the bumped set, or whose record Redis lost),
+        # and what is cached here is served by every proxy, where Swift
+        # alone would serve it only from that replica until replication
+        # repaired it.  The newest replica's version seals the fence.
+        newest = storing and validity is not None and \
+            (written is None or not written.sealed)
+        ctx, app_iter = self._backend_read(env, app, newest)
+        if newest and 'HTTP_X_NEWEST' not in env:
+            storing = False  # answered as Swift alone would: see there
         headers = [(k, v) for k, v in ctx._response_headers
                    if k.lower() != CACHE_HEADER.lower()]
         headers.append((CACHE_HEADER, 'miss'))
@@ -433,12 +441,15 @@ class CacheMethod(base.Method):
         timestamp = entry_headers.get('x-backend-timestamp')
         if not timestamp or 'etag' not in entry_headers:
             return app_iter
-        if written is not None and not _not_older(timestamp, written):
+        if written is not None and \
+                not _not_older(timestamp, written.timestamp):
             # a replica the last write has not reached answered
             return app_iter
 
+        newest = timestamp if newest else None
+
         def store(chunks):
-            self.entries.store(env, key, validity, kept, chunks)
+            self.entries.store(env, key, validity, kept, chunks, newest)
             self._count(env, 'stored')
         return Collector(app_iter, length, store)
 

@@ -62,30 +62,37 @@ class Entries(object):
             self.local.put(key, entry)
         return entry
 
-    def store(self, env, key, validity, headers, chunks):
+    def store(self, env, key, validity, headers, chunks, newest=None):
         """A miss's body arrived whole: keep it in this worker at once
         (fetched under ``validity``, a hit compares that with the
         object's current one, so a write meanwhile only makes it unused),
         and share it from a green thread of its own, off the client's
-        path (:meth:`fill`: only if no write overtook it)."""
+        path (:meth:`fill`: only if no write overtook it).  ``newest``:
+        the body was read from the newest replica and has this
+        X-Backend-Timestamp: the object's fence is sealed with it in that
+        green thread (:meth:`ValidityCheck.still_current
+        <swift_mass.proxy.methods.validity.ValidityCheck.still_current>`)."""
         entry = Entry(validity, headers, chunks)
-        if isinstance(self.bodies, LocalBodies):
+        local = isinstance(self.bodies, LocalBodies)
+        if local:
             self.bodies.put(key, entry)
-            return
-        if self.local is not None:
+        elif self.local is not None:
             self.local.put(key, entry)
+        if local and newest is None:
+            return
         shared = {name: env[name] for name in (
             'PATH_INFO', 'swift.cache') if name in env}
-        self.spawn(self._share, shared, key, entry)
+        self.spawn(self._share, shared, key, entry, newest, local)
 
-    def fill(self, env, key, validity, headers, body):
+    def fill(self, env, key, validity, headers, body, newest=None):
         """Cache ``body`` (with ``headers``, as
         :func:`~swift_mass.proxy.methods.cache.cacheable_headers` kept
         them), fetched when the object's validity was ``validity``,
         unless the object was written since (not asked under
         ``cache_ttl_only`` when no validity was read); whether it was
-        stored."""
-        if not self.validity_check.still_current(env, key, validity):
+        stored.  ``newest`` as :meth:`store` takes it."""
+        if not self.validity_check.still_current(env, key, validity,
+                                                 newest):
             return False
         entry = Entry(validity, headers, body)
         if self.local is not None:
@@ -93,8 +100,9 @@ class Entries(object):
         self._call(env, 'put', key, entry)
         return True
 
-    def _share(self, env, key, entry):
-        if self.validity_check.still_current(env, key, entry.validity):
+    def _share(self, env, key, entry, newest=None, local=False):
+        if self.validity_check.still_current(env, key, entry.validity,
+                                             newest) and not local:
             self._call(env, 'put', key, entry)
 
     def _call(self, env, name, *args):

@@ -274,9 +274,19 @@ class MergeMethod(base.Method):
             written = Timestamp(timestamp).internal
         except (TypeError, ValueError):
             return
-        validity, _ = self.cache.validity(head_env, key)
+        validity, recorded = self.cache.validity(head_env, key)
         if validity is None:
             return
+        if recorded is not None and recorded.timestamp > Timestamp(written):
+            # a later write was acknowledged (and recorded) first
+            return
+        sealed = recorded is not None and recorded.sealed
+        if not sealed:
+            # No fence sealed in this era: a later write acknowledged
+            # before this read may be missing from the replica a HEAD
+            # reaches, so only the newest replica can show this PUT is
+            # the current version, and its answer seals the fence.
+            head_env = dict(head_env, HTTP_X_NEWEST='true')
         try:
             resp = Request.blank(wsgi_quote(head_env['PATH_INFO']),
                                  environ=head_env).get_response(self.cache.app)
@@ -293,6 +303,7 @@ class MergeMethod(base.Method):
         kept = cacheable_headers(resp.headers.items())
         if kept is None:
             return
-        if self.cache.fill(head_env, key, validity, kept, body):
+        newest = None if sealed else written
+        if self.cache.fill(head_env, key, validity, kept, body, newest):
             # the HEAD's environ is Mass's own, without the policy
             _count(self.logger, entry, 'written_through')

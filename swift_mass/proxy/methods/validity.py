@@ -67,12 +67,21 @@ class ValidityCheck(object):
             return None, None
         return self.read(env, key)
 
-    def still_current(self, env, key, validity):
+    def still_current(self, env, key, validity, newest=None):
         """Whether no write overtook a body fetched under ``validity``
-        (not asked under ``cache_ttl_only`` when none was read)."""
+        (not asked under ``cache_ttl_only`` when none was read).
+        ``newest``: the body was read from the newest replica (X-Newest)
+        and has this X-Backend-Timestamp; the object's fence is then
+        sealed with it, and the answer is whether that succeeded
+        (:meth:`~swift_mass.generations.reader.GenerationReader.seal`)."""
         if validity is None and self.settings.ttl_only:
             return True
-        return self.read(env, key)[0] == validity
+        if self.read(env, key)[0] != validity:
+            return False
+        if newest is None or validity is None:
+            return True
+        return self.generations.seal(
+            key, base.object_path(env)[0], validity, newest)
 
     def backend_agrees(self, env, entry):
         """A HEAD of the object as the client (the proxy authorises it)

@@ -160,7 +160,7 @@ do_install() {
     if [ "$force" -eq 0 ] && project_installed; then
         say "swift_mass already installed (editable, from $REPO_ROOT); 'install --force' reinstalls"
     else
-        py_pip_install -e "$REPO_ROOT"
+        py_pip_install -c "$REPO_ROOT/constraints.txt" -e "$REPO_ROOT"
         hash -r
     fi
     expose_swift_mass

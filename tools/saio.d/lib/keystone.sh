@@ -53,7 +53,7 @@ keystone_install() {
     keystone_packages
     # the proxy's authtoken, and swiftclient's v3 auth for swift-mass
     "$PY" -c 'import keystonemiddleware.auth_token, keystoneclient.v3' >/dev/null 2>&1 ||
-        py_pip_install -q keystonemiddleware python-keystoneclient
+        py_pip_install -q -c "$REPO_ROOT/constraints.txt" keystonemiddleware python-keystoneclient
 }
 
 keystone_manage() {  # keystone-manage's arguments

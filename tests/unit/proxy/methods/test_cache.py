@@ -31,7 +31,7 @@ from swift_mass.control.stores.local import LocalStore
 from tests.unit.proxy.methods.fakes import BODY, DEVICE, \
     DOWN_CLUSTER_URL, DOWN_REDIS_URL, PATH, MassConf, Swift, authorize_as, \
     call, make, put
-from tests.unit.helpers import Clock, Logger
+from tests.unit.helpers import Clock, Logger, restart
 
 
 def cached(mass, swift, path=PATH, **kwargs):
@@ -167,12 +167,106 @@ def test_a_delete_during_the_newest_read_never_serves_an_empty_200(prefix):
     assert (resp.status_int, resp.headers['X-Mass-Cache']) == (404, 'miss')
 
 
-def test_a_recorded_write_needs_no_newest_replica(prefix):
+def newest_flags(swift):
+    """X-Newest of each object GET the backend got, then forgets them."""
+    flags = [r[3].get('X-Newest') for r in swift.object_requests('GET')]
+    del swift.requests[:]
+    return flags
+
+
+def test_a_sealed_fence_needs_no_newest_replica(prefix):
+    """The first fill of an object in an era reads the newest replica and
+    seals the fence; the writes after it are recorded in the same era, so
+    the next fills read one replica and refuse an older one."""
     mass, swift, _ = make(prefix)
-    put(mass, b'new')
+    put(mass, b'one')
     cached(mass, swift)
-    assert [r[3].get('X-Newest') for r in swift.object_requests('GET')] \
-        == [None]
+    assert newest_flags(swift) == ['true']
+    put(mass, b'two')
+    cached(mass, swift)
+    assert newest_flags(swift) == [None]
+    # a replica that missed the third write answers the next fill
+    old = swift.objects[PATH]
+    put(mass, b'three')
+    swift.lagging[PATH] = old
+    resp = call(mass)
+    assert resp.body == b'two'  # as Swift alone would answer, uncached
+    assert call(mass).headers['X-Mass-Cache'] == 'miss'
+
+
+def leave_and_reenter(mass, swift, while_out):
+    """The tenant leaves the bumped set (a pin to ``none``), ``while_out()``
+    runs, and it comes back (a pin to ``cache``): each time the leader
+    publishes the set and the object servers apply it."""
+    for method in ('none', 'cache'):
+        mass.store.set_pin('AUTH_t', {'class': 'read', 'method': method})
+        mass.agent._next_tick = 0.0  # the next interval
+        mass.agent.tick()
+        swift.generations.heartbeat()
+        mass.methods.cache.generations._coverage = (0.0, None, None)
+        if method == 'none':
+            assert not swift.generations.bumps_writes_of('AUTH_t')
+            while_out()
+
+
+def test_a_fence_from_an_earlier_membership_is_not_trusted(prefix):
+    """A tenant left the cache and came back: a write made while it was
+    out was not recorded, and a replica that missed it filled the cache
+    with the old version under the fence of the earlier membership, served
+    by every proxy as a hit (audit D1)."""
+    mass, swift, _ = make(prefix)
+    put(mass, b'v1')
+    cached(mass, swift)  # the fence is sealed with v1
+    old = swift.objects[PATH]
+
+    def overwrite():
+        put(mass, b'v2')  # not bumped; one replica missed it
+        swift.lagging[PATH] = old
+    leave_and_reenter(mass, swift, overwrite)
+    del swift.requests[:]
+    reads = [call(mass) for _ in range(3)]
+    assert [(r.body, r.headers['X-Mass-Cache']) for r in reads] == \
+        [(b'v2', 'miss'), (b'v2', 'hit'), (b'v2', 'hit')]
+    assert newest_flags(swift) == ['true']
+
+
+def test_a_fence_redis_rolled_back_is_not_trusted(prefix):
+    """Redis restarted from a snapshot taken before v2's bump: the old
+    fence came back, the rollback defence replaced only the epoch, and a
+    replica that missed v2 filled the cache with v1 (audit D2)."""
+    swift = Swift()
+    mass, _, _ = make(prefix, swift)
+    gens = mass.methods.cache.generations
+    put(mass, b'v1')
+    cached(mass, swift)
+    key = gens._key(object_key('AUTH_t', 'c', 'o'))
+    snapshot = {key: gens.client.dump(key)}
+    old = swift.objects[PATH]
+    put(mass, b'v2')
+    swift.lagging[PATH] = old  # a replica missed v2
+    restart(snapshot, gens, swift.generations)
+    del swift.requests[:]
+    reads = [call(mass) for _ in range(3)]
+    assert [(r.body, r.headers['X-Mass-Cache']) for r in reads] == \
+        [(b'v2', 'miss'), (b'v2', 'hit'), (b'v2', 'hit')]
+    assert newest_flags(swift) == ['true']
+
+
+def test_an_old_seal_kept_by_bumps_is_not_trusted_in_a_new_era(prefix):
+    """Bumps keep a seal as it was; it names its era, so after a new
+    epoch the recorded write is a lower bound, not a fence."""
+    mass, swift, _ = make(prefix)
+    put(mass, b'v1')
+    cached(mass, swift)
+    gens = mass.methods.cache.generations
+    gens.client.set(gens.epoch_key, 'another-epoch')
+    put(mass, b'v2')
+    key = object_key('AUTH_t', 'c', 'o')
+    _, written = mass.methods.cache.validity(read_env(), key)
+    assert written == (Timestamp(swift.objects[PATH]['ts']), False)
+    del swift.requests[:]
+    cached(mass, swift)
+    assert newest_flags(swift) == ['true']
 
 
 def body_chunks(app, path=PATH):
@@ -271,7 +365,7 @@ def test_a_write_costs_the_proxy_no_redis_call(prefix):
     gens._read = real
     after, written = mass.methods.cache.validity(read_env(), key)
     assert after != before
-    assert written == Timestamp(swift.objects[PATH]['ts'])
+    assert written == (Timestamp(swift.objects[PATH]['ts']), False)
 
 
 def test_a_tenant_is_trusted_only_once_the_object_servers_bump_it(prefix):
@@ -433,7 +527,7 @@ def test_validity_changes_with_every_write_and_is_unknown_without(prefix):
     put(mass)
     after, written = method.validity(read_env(), key)
     assert after != before
-    assert written == Timestamp(swift.objects[PATH]['ts'])
+    assert written == (Timestamp(swift.objects[PATH]['ts']), False)
     local = cache.CacheMethod.from_conf(Swift(), MassConf({}), Logger(),
                                         LocalStore())
     assert local.validity(read_env(), key) == (None, None)

@@ -261,6 +261,46 @@ def test_no_write_through_for_big_failed_or_overtaken_puts(prefix):
     assert call(mass).body == b'y' * 5
 
 
+def test_a_write_through_overtaken_by_a_recorded_write_fills_nothing(
+        prefix):
+    """A later PUT was acknowledged before the write-through ran, and the
+    write-through's HEAD reached a replica that PUT had not reached yet:
+    the older body was filled under the newer validity and served by every
+    proxy (audit D3)."""
+    swift = Swift()  # its replicas can lag (SlowSwift's cannot)
+    mass, _, logger = make(prefix, swift, pin='merge')
+    other, _, _ = make(prefix, swift, pin='merge')
+    later = []
+    mass.methods.merge.spawn = lambda fn, *args: later.append((fn, args))
+    other.methods.merge.spawn = lambda fn, *args: None
+    put(mass, b'v2')
+    v2 = swift.objects[PATH]
+    put(other, b'v3')
+    swift.lagging[PATH] = v2  # the replica the HEAD reaches missed v3
+    fn, args = later.pop()
+    fn(*args)
+    assert 'merge.written_through' not in logger.counters
+    del swift.lagging[PATH]
+    assert call(mass).body == b'v3'
+
+
+def test_a_write_through_without_a_sealed_fence_asks_the_newest_replica(
+        prefix):
+    """With no fence sealed in this era, a HEAD of one replica cannot show
+    the PUT is the newest version; X-Newest can, and seals the fence."""
+    mass, swift, logger = merged(prefix, delay=0)
+    put(mass, b'v1')
+    [head] = swift.object_requests('HEAD')
+    assert head[3].get('X-Newest') == 'true'
+    assert 'merge.written_through' in logger.counters
+    del swift.requests[:]
+    put(mass, b'v2')  # the fence is sealed now: one replica is asked
+    [head] = swift.object_requests('HEAD')
+    assert head[3].get('X-Newest') is None
+    assert logger.counters.count('merge.written_through') == 2
+    assert call(mass).headers['X-Mass-Cache'] == 'hit'
+
+
 def test_writes_through_checks_only_puts():
     merge = MergeMethod(cache=type('C', (), {'settings': type(
         'S', (), {'max_object_size': 100})})(), logger=None)
