@@ -53,6 +53,9 @@ class GenerationWriter(Generations):
         # skipped while its new epoch was on its way
         self.skipped = 0
         self._repairing = False
+        # when this writer last lost Redis (its clock), None while it
+        # reaches it: a hold is counted from there, once per outage
+        self.outage_began = None
         self.names = tuple
         # an object server's bumped set: None until loaded
         self.bumped = None
@@ -62,6 +65,10 @@ class GenerationWriter(Generations):
         # forked after it is not registered, yet inherits both
         self.registered_until = 0.0
         self._registered_pid = None
+        # until when the registration of the last heartbeat that got
+        # through surely lives in Redis, even after a heartbeat failed
+        # (registered_until no longer trusts it then)
+        self._registration_lives_until = 0.0
         # what that heartbeat registered
         self._registered_names = ()
 
@@ -73,6 +80,17 @@ class GenerationWriter(Generations):
         one, and again once its heartbeat failed, its registration may
         have lapsed or, in a worker forked since, was never made."""
         return not self._relies_on_registration() or tenant in self.bumped
+
+    def holds_unrecorded(self, tenant):
+        """Whether a write of ``tenant`` whose bump Redis did not record
+        must wait out a proxy pool still reading the old master
+        (:meth:`_hold_unrecorded`).  Not for a tenant outside the set this
+        process registered, while that registration surely lives: every
+        proxy that reads the master holding it sees this process apply a
+        set without the tenant, so trusts none of its generations there."""
+        return self.bumped is None or tenant in self.bumped or \
+            self.clock() >= self._registration_lives_until or \
+            self._registered_pid != os.getpid()
 
     def _relies_on_registration(self):
         # whether writes of tenants outside the bumped set pass unbumped
@@ -98,20 +116,24 @@ class GenerationWriter(Generations):
 
     # -- bumps ---------------------------------------------------------
 
-    def bump(self, keys, timestamp=None):
+    def bump(self, keys, timestamp=None, hold=True):
         """Give each object a new generation, recording the write's
         ``timestamp`` (its X-Timestamp) if given; whether Redis took it
         within ``bump_wait``.  A failure makes this worker dirty: it skips
         bumps, and replaces the epoch as soon as Redis answers.  A write
-        not recorded (failed or skipped) returns once the epoch is
-        replaced or ``unrecorded_hold`` seconds passed, whichever is
-        first (see :meth:`_hold_unrecorded`)."""
+        not recorded (failed or skipped) returns, if ``hold``
+        (:meth:`holds_unrecorded`), once the epoch is replaced or
+        ``unrecorded_hold`` seconds passed since the outage began,
+        whichever is first (see :meth:`_hold_unrecorded`)."""
         if self.dirty:
             self.skipped += 1
             metrics.increment(
                 self.logger, 'generations.bump_skipped', 'generations',
                 {'event': 'bump_skipped'})
-            self._hold_unrecorded(self.clock())
+            if self.outage_began is None:
+                self.outage_began = self.clock()
+            if hold:
+                self._hold_unrecorded()
             return False
         written = ''
         if timestamp:
@@ -131,6 +153,7 @@ class GenerationWriter(Generations):
                     args=self._epoch_args() + [self.ttl, written] +
                     [new_token() for _key in keys])
                 self.breaker.succeeded()
+                self.outage_began = None
                 return True
             except Exception as err:
                 error = err
@@ -145,17 +168,23 @@ class GenerationWriter(Generations):
         if not self._repairing:
             self._repairing = True
             self.spawn(self._repair)
-        self._hold_unrecorded(began)
+        if self.outage_began is None:
+            self.outage_began = began
+        if hold:
+            self._hold_unrecorded()
         return False
 
-    def _hold_unrecorded(self, since):
-        """Wait, from ``since`` (this write's first attempt), until the
-        epoch is replaced (every body cached before is then invalid, on
-        whatever master the proxies read) or ``unrecorded_hold`` seconds
-        passed: by then every proxy pool that found the old master before
-        this write has asked the sentinels again
-        (:mod:`swift_mass.redis_client`, "Split brain on Sentinel")."""
-        deadline = since + self.unrecorded_hold
+    def _hold_unrecorded(self):
+        """Wait until the epoch is replaced (every body cached before is
+        then invalid, on whatever master the proxies read) or
+        ``unrecorded_hold`` seconds passed since this writer lost Redis
+        (``outage_began``, the first failed attempt of the outage): by
+        then every proxy pool that found the old master before has asked
+        the sentinels again (:mod:`swift_mass.redis_client`, "Split brain
+        on Sentinel"), so later writes of the outage do not wait at all:
+        a pool still reading a master the sentinels name is one this
+        writer is cut off from, which no hold covers (docs/redis.md)."""
+        deadline = self.outage_began + self.unrecorded_hold
         while self.dirty and self.clock() < deadline:
             self.sleep(self.repair_interval)
 
@@ -176,6 +205,7 @@ class GenerationWriter(Generations):
                 if self.skipped != skipped:
                     continue
                 self.dirty = False
+                self.outage_began = None
                 self.breaker.succeeded()
                 metrics.increment(
                     self.logger, 'generations.epoch', 'generations',
@@ -234,5 +264,6 @@ class GenerationWriter(Generations):
             # call: the registration surely lives until then
             self.registered_until = began + self.registration_ms / 1000.0 \
                 - 1.0
+            self._registration_lives_until = self.registered_until
             self._registered_pid = os.getpid()
         return True

@@ -73,16 +73,20 @@ class BumpedWrite(WSGIContext):
             # while this write ran is bumped (no proxy trusts it before
             # this process registered the set).
             if self.generations.bumps_writes_of(tenant):
-                self._bump(env, key, status)
+                self._bump(env, key, tenant, status)
         start_response(self._response_status, self._response_headers,
                        self._response_exc_info)
         return app_iter
 
-    def _bump(self, env, key, status):
+    def _bump(self, env, key, tenant, status):
         # Bump what may have been written, and record the timestamp only
         # of what surely was.
         what = written(env['REQUEST_METHOD'], status)
+        if what == NOTHING:
+            return
+        hold = self.generations.holds_unrecorded(tenant)
         if what == MAYBE:
-            self.generations.bump([key])
-        elif what == SURELY:
-            self.generations.bump([key], env.get('HTTP_X_TIMESTAMP'))
+            self.generations.bump([key], hold=hold)
+        else:
+            self.generations.bump([key], env.get('HTTP_X_TIMESTAMP'),
+                                  hold=hold)

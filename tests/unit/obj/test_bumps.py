@@ -56,8 +56,12 @@ class Generations(object):
     def bumps_writes_of(self, tenant):
         return self.bumps_writes
 
-    def bump(self, keys, timestamp=None):
+    def holds_unrecorded(self, tenant):
+        return tenant == 'held'
+
+    def bump(self, keys, timestamp=None, hold=True):
         self.bumped.append((keys, timestamp))
+        self.held = hold
 
 
 def answering(status):
@@ -92,6 +96,16 @@ def test_a_write_is_answered_once_bumped(status, bumped):
     generations = Generations()
     answered, _ = write(answering(status), generations)
     assert answered == [bumped]
+
+
+@pytest.mark.parametrize('tenant', ['held', 'AUTH_t'])
+def test_a_write_is_held_only_as_the_generations_say(tenant):
+    generations = Generations()
+    env = Request.blank('/sda1/0/a/c/o', method='PUT', headers={
+        'X-Timestamp': '1700000000.00000'}).environ
+    b''.join(bumps.BumpedWrite(answering('201 Created'), generations, None)(
+        env, lambda *args: None, key='key', tenant=tenant))
+    assert generations.held is (tenant == 'held')
 
 
 def test_a_write_of_a_tenant_not_bumped_is_not():
