@@ -59,8 +59,17 @@ when it changes.  The ways Redis misbehaves, and what each does here:
   failed there (no master a majority names, the master going away).  So,
   through Sentinel, a write whose bump failed or was skipped is answered
   only once the epoch is replaced or ``SENTINEL_HOLD`` seconds passed
-  since it tried, whichever is first; by then every such pool has asked
-  the sentinels again (:mod:`swift_mass.redis_client`).
+  since the writer's first failed bump of the outage, whichever is first;
+  by then every such pool has asked the sentinels again
+  (:mod:`swift_mass.redis_client`).  A tenant outside the set the writer
+  registered is not held: no proxy reading that registration trusts it.
+
+Whether a fill may read one replica rests on the *fence*: the highest
+write recorded for the object, sealed by a proxy's read of the newest
+replica in an era (an epoch, and the version of the bumped set the tenant
+entered in) and trusted only in that era (:meth:`.reader.GenerationReader.
+read`, ``lua/seal.lua``; the argument: docs/cache.md, "Why no fill is
+older than an acknowledged write").
 
 What is left: a storage node cut off from Redis while the proxies still
 reach it, and a refusal shorter than ``gap`` that a reader sat out idle

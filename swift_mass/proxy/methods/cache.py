@@ -22,10 +22,12 @@ Correctness comes first; a stale read is a bug.
   a read that began before a write cannot put the old body back, and once
   a write has been acknowledged no proxy serves what it replaced.  The
   proxy trusts generations only while every device of its object rings
-  has an object server that bumps them.  An object with no write recorded
-  (written before its tenant's writes were bumped, or its generation
-  expired) is filled from the newest replica (``X-Newest``): a replica
-  that missed a write acknowledged earlier never fills the cache.
+  has an object server that bumps them.  A fill reads one replica only
+  when the object's recorded write is a fence sealed in the reader's era
+  (the same epoch, the same membership of the tenant); else it reads the
+  newest replica (``X-Newest``) and seals the fence with it: a replica
+  that missed a write acknowledged earlier never fills the cache
+  (docs/cache.md, "Why no fill is older than an acknowledged write").
 * **Without generations** (Redis unreachable or not to be trusted, a
   device without an object server that bumps, or ``store`` is not redis),
   a hit is served only after a HEAD of the object, sent to the backend with
