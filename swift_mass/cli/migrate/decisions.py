@@ -44,11 +44,16 @@ CORS_PREFIX = USER_META_PREFIX + 'access-control-'
 # The offsets (Swift's Timestamp offsets) of a run's object writes, added
 # to its base (:func:`stamp_base`): a copy, the fence (a POST) and the
 # delete of the version copied, a probe of what a client did to an object
-# (EmptyPhase._settle) and its removal, and the removal of a fence that a
-# killed run left (``migrate abort``).  Within a run each sorts after the
-# one before it; a later run's base is greater than all of an earlier run's
-# offsets.
-COPY, FENCE, DELETE, PROBE, UNPROBE, UNFENCE = 1, 2, 3, 4, 5, 6
+# (EmptyPhase._settle) and its removal, the removal of a fence that a
+# killed run left (``migrate abort``), and the restore's copy into C.
+# Within a run each sorts after the one before it; a later run's base is
+# greater than all of an earlier run's offsets (each is below ROLES).  The
+# restore sorts last: the object servers record the newest write of each
+# object, whatever the policy, and the proxy cache fills no body dated
+# before it, so a restore dated before the run's own fence and delete of
+# the object in C's old policy would not be cached until that record
+# expired (a day).
+COPY, FENCE, DELETE, PROBE, UNPROBE, UNFENCE, RESTORE = 1, 2, 3, 4, 5, 6, 7
 ROLES = 8
 # A fence's X-Delete-At (:func:`fence_delete_at`): after any expiry a client
 # means (the year 2255), below the greatest Swift keeps (10 digits).

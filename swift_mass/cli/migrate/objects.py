@@ -249,12 +249,12 @@ class ObjectMover(object):
         return results
 
     def copy_passes(self, source, dest, todo_now, what, still, summary,
-                    counted, later=None):
+                    counted, later=None, role=COPY):
         """Copy what ``todo_now()`` lists from source to dest until it
         lists nothing, at most PASSES times, adding each pass's copies to
         ``summary[counted]`` and the names that lost to a client's later
         write to ``later``.  ``still(left)``: the error's start, given the
-        number of objects left."""
+        number of objects left; ``role``: the copies' offset."""
         for attempt in range(PASSES + 1):
             todo = todo_now()
             if not todo:
@@ -265,16 +265,17 @@ class ObjectMover(object):
                     'e.g. expired, leaves the listing when the object '
                     'expirer runs): run again later' % (
                         still(len(todo)), PASSES))
-            copies = self.copy_all(source, dest, in_copy_order(todo), what)
+            copies = self.copy_all(source, dest, in_copy_order(todo), what,
+                                   role)
             for name, (outcome, _version) in copies.items():
                 if outcome == COPIED:
                     summary[counted] += 1
                 elif outcome == NEWER:
                     later.add(name)
 
-    def copy_all(self, source, dest, entries, what):
+    def copy_all(self, source, dest, entries, what, role=COPY):
         return self.parallel(lambda name: self.copy_object(
-            source, dest, name), entries, '%s: %s' % (source, what))
+            source, dest, name, role), entries, '%s: %s' % (source, what))
 
     def delete_all(self, container, entries, what):
         """Delete the listed versions of ``entries``; how many went."""

@@ -15,7 +15,7 @@ from swiftclient.exceptions import ClientException
 
 from swift_mass.cli.migrate.decisions import (
     ABSENT, CHANGED, COPIED, DELETED, GONE, JOURNAL_CONTAINER, MARK_HEADER,
-    NEWER, PASSES, UNPROBE, VERSIONING_HEADERS, MigrationError,
+    NEWER, PASSES, RESTORE, UNPROBE, VERSIONING_HEADERS, MigrationError,
     container_step, empty_action, http_status, in_copy_order, index,
     is_probe, listed_version, not_in, restore_action, saved_headers,
     staged_headers)
@@ -285,10 +285,13 @@ class RestorePhase(Phase):
                        if restore_action(e, current) == 'keep']
             return [e for e in staged if e['name'] not in later and
                     restore_action(e, current) == 'copy']
+        # dated after every write of this run to the same names (its
+        # fences, deletes and probes in C's old policy): see RESTORE
         self.objects.copy_passes(
             staging, container, missing, 'restore',
             lambda left: '%s: %d objects of %s still missing' % (
-                container, left, staging), summary, 'restored', later)
+                container, left, staging), summary, 'restored', later,
+            RESTORE)
         kept = sorted(set(kept) | later)
         if kept:
             self.progress('%s: kept %d objects clients wrote or deleted '

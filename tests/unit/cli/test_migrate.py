@@ -1006,6 +1006,29 @@ def test_a_fence_is_the_runs_own_and_keeps_the_metadata():
         dict(fenced, **{'x-timestamp': '1001.00000'}), head)
 
 
+def test_a_restore_sorts_after_its_runs_writes_before_any_later_write():
+    """The restore's offset is the last of a run's (its copy is the run's
+    last write of a name) and below ROLES, so a later run's writes of the
+    same version (one started a microsecond later, or the next run of the
+    same move whatever its host's clock: Migrator._take_base) and a
+    client's write dated later still sort after it."""
+    decisions = migrate.decisions
+    version = '1764300000.12345'
+    base = decisions.stamp_base(1764300000.123456)
+    restore = Timestamp(decisions.stamp(version, base, decisions.RESTORE))
+    for role in (decisions.COPY, decisions.FENCE, decisions.DELETE,
+                 decisions.PROBE, decisions.UNPROBE, decisions.UNFENCE):
+        assert Timestamp(decisions.stamp(version, base, role)) < restore
+    assert decisions.RESTORE < decisions.ROLES
+    for later in (decisions.stamp_base(1764300000.123457),
+                  base + decisions.ROLES):
+        assert restore < Timestamp(decisions.stamp(version, later,
+                                                   decisions.COPY))
+    # offsets aside: what a reader's 404 compares (marks.deleted_later)
+    assert restore.raw == Timestamp(version).raw
+    assert restore < Timestamp(version, delta=1)
+
+
 def test_client_writes_to_the_container_created_again_hold():
     """Once the container is in the target policy, a client's PUT and
     DELETE (of an object not restored yet) win over the restore, which
@@ -1182,6 +1205,82 @@ def test_moves_back_and_forth_find_their_own_tombstones_older():
         # clients see the time they wrote it
         assert FakeConn(swift).head_object('c', 'obj001')['X-Timestamp'] \
             == written.normal
+
+
+class Recorded(FakeConn):
+    """The move's connection, keeping in ``times`` the X-Timestamp the
+    in-memory Swift takes for each write of ``c/o``, in whichever policy
+    ``c`` is: what the object servers' mass_queue keeps the newest of for
+    that name.  ``killed_after``: (method, container, name) of the write
+    after which the process dies."""
+
+    def __init__(self, swift, times, killed_after=None):
+        super(Recorded, self).__init__(swift)
+        self.times = times
+        self.killed_after = killed_after
+        self.writing = None
+
+    def _timestamp(self, headers):
+        taken = super(Recorded, self)._timestamp(headers)
+        if self.writing == ('c', 'o'):
+            self.times.append(taken)
+        return taken
+
+    def _write(self, method, write, container, name, *args, **kwargs):
+        self.writing = (container, name)
+        try:
+            result = write(container, name, *args, **kwargs)
+        finally:
+            self.writing = None
+        if (method, container, name) == self.killed_after:
+            self.swift.crashed = True
+            raise Crash()
+        return result
+
+    def put_object(self, container, name, *args, **kwargs):
+        return self._write('PUT', super(Recorded, self).put_object,
+                           container, name, *args, **kwargs)
+
+    def post_object(self, container, name, *args, **kwargs):
+        return self._write('POST', super(Recorded, self).post_object,
+                           container, name, *args, **kwargs)
+
+    def delete_object(self, container, name, *args, **kwargs):
+        return self._write('DELETE', super(Recorded, self).delete_object,
+                           container, name, *args, **kwargs)
+
+
+@pytest.mark.parametrize('how', ['run', 'resumed', 'aborted'])
+def test_a_restored_object_is_dated_after_the_moves_every_write_of_it(how):
+    """The object servers record the newest X-Timestamp written to each
+    object name (mass_queue, whatever the policy) and the proxy cache fills
+    no body dated before it.  A restore dated before the move's own fence
+    and DELETE of the object in the old policy, or a resumed run's probe
+    of it and the probe's removal, would make every read of the moved
+    object a miss until a client wrote it again or the record expired (a
+    day).  Resumed and aborted: after a run killed once it deleted the
+    object from the old policy."""
+    swift = FakeSwift()
+    swift.add_container('c', 'standard')
+    swift.add_object('c', 'o', body=b'data')
+    times = []
+
+    def mover(killed_after=None):
+        return migrate.Migrator(
+            lambda: Recorded(swift, times, killed_after), 'bulk',
+            workers=1, settle=5, sleep=swift.sleep, clock=swift.clock)
+    if how != 'run':
+        with pytest.raises(Crash):
+            mover(('DELETE', 'c', 'o')).run('c')
+        swift.crashed = False
+        swift.sleep(1)
+    summary = mover().abort('c') if how == 'aborted' else mover().run('c')
+    assert summary['restored'] == 1
+    restored = swift.containers['c']['objects']['o']['ts']
+    others = [taken for taken in times if taken != restored]
+    assert len(others) == len(times) - 1
+    assert max(others) < restored, (restored.internal, sorted(
+        taken.internal for taken in times))
 
 
 def test_nothing_is_deleted_where_the_proxy_drops_the_timestamp():
