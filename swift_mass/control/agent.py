@@ -89,7 +89,7 @@ class Agent(object):
 
     def __init__(self, store, settings, owner, logger, interval=5.0,
                  bucket_seconds=5, durable=None, clock=time.time,
-                 generations=None,
+                 ticker=time.monotonic, generations=None,
                  tenant_metrics=metrics.DEFAULT_TENANT_METRICS,
                  opt_out=frozenset(), substores=None):
         self.store = store
@@ -108,7 +108,13 @@ class Agent(object):
         #: through ``generations``, the proxy's
         self.publisher = None if generations is None else \
             BumpedSetPublisher(generations)
+        #: the wall clock: bucket times, and the ``now`` the leader decides
+        #: at, which are compared with times kept in the store
         self.clock = clock
+        #: the clock ticks are due by: one that never steps back, so that
+        #: a step back of the wall clock (NTP, a VM resumed, ``date -s``)
+        #: does not hold the worker's ticks off for the size of the step
+        self.ticker = ticker
         #: per-tenant statsd counters of a flush for at most this many
         #: tenants (None: all)
         self.tenant_metrics = tenant_metrics
@@ -122,6 +128,7 @@ class Agent(object):
         self.table_id = None
         self.table_version = 0
         self.is_leader = False
+        # read on self.ticker, never the wall clock; 0: the first is due
         self._next_tick = 0.0
         # a bucket must outlive the window it is read in, plus a flush
         self._bucket_ttl = int(settings.window + 2 * bucket_seconds +
@@ -140,10 +147,11 @@ class Agent(object):
 
     def tick(self):
         """Do the interval's work if it is due; cheap when it is not."""
-        now = self.clock()
-        if now < self._next_tick:
+        ticker_now = self.ticker()
+        if ticker_now < self._next_tick:
             return False
-        self._next_tick = now + self.interval
+        self._next_tick = ticker_now + self.interval
+        now = self.clock()
         self.is_leader = self.store.acquire_lease(
             self.owner, int(self.interval * self.LEASE_INTERVALS * 1000))
         with collector_paused():

@@ -62,11 +62,13 @@ class Durable(object):
 
 def make(store=None, clock=None, owner='proxy1:1', durable=None,
          generations=None):
+    # one fake clock for the wall and the ticks: they advance together
     clock = clock or Clock()
     logger = Logger()
     store = store or LocalStore(clock=clock)
     return agent_mod.Agent(store, SETTINGS, owner, logger, interval=5,
                            bucket_seconds=5, durable=durable, clock=clock,
+                           ticker=clock,
                            generations=generations), clock, logger
 
 
@@ -85,6 +87,27 @@ def test_tick_runs_once_per_interval():
     assert agent.tick() is False
     clock.now += 0.1
     assert agent.tick() is True
+
+
+def test_ticks_every_interval_after_the_wall_clock_steps_back():
+    # an NTP step, a VM resumed or a `date -s`: the wall clock goes back
+    # an hour, and the worker must not wait out that hour before its next
+    # flush, table refresh, lease renewal and (as leader) decisions
+    wall, steady = Clock(), Clock(1000.0)
+    agent, _, _ = make(clock=wall)
+    agent.ticker = steady
+    assert agent.tick() is True
+    wall.now -= 3600
+    for _ in range(12):
+        steady.now += 2.5
+        wall.now += 2.5
+        assert agent.tick() is False
+        steady.now += 2.5
+        wall.now += 2.5
+        load(agent, 'AUTH_t', 1, 0)
+        assert agent.tick() is True
+        assert agent.is_leader
+        assert len(agent.window) == 0  # flushed
 
 
 def test_classifies_tenants_and_publishes_the_table():
@@ -540,7 +563,7 @@ def test_per_tenant_metrics_for_the_busiest_only():
     clock = Clock()
     logger = Logger()
     agent = agent_mod.Agent(LocalStore(clock), SETTINGS, 'proxy1:1', logger,
-                            clock=clock, tenant_metrics=2)
+                            clock=clock, ticker=clock, tenant_metrics=2)
     load(agent, 'AUTH_busy', 30, 0)
     load(agent, 'AUTH_busier', 0, 40)
     clock.now += 5  # in two buckets: added up
