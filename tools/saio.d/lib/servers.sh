@@ -288,7 +288,7 @@ do_stop() {
 }
 
 do_restart() {  # [TYPE...]
-    local type
+    local type was_stale=0
     if [ $# -gt 0 ]; then
         for type in "$@"; do
             case $type in
@@ -298,7 +298,16 @@ do_restart() {  # [TYPE...]
         done
         require_root
         require_setup
-        restart_servers 0 "$@"
+        # As the commands that change a config before a restart do: the
+        # stamp cannot tell which type's configs changed by hand since the
+        # servers started, so a stale one restarts everything; restarting
+        # these types alone and stamping every config as applied would
+        # leave the others on the old one, and `start` blind to it.
+        if config_stale; then
+            say "$SWIFT_DIR changed since the servers were started: restarting them all"
+            was_stale=1
+        fi
+        restart_servers "$was_stale" "$@"
         return
     fi
     do_stop
