@@ -62,7 +62,9 @@ Correctness comes first; a stale read is a bug.
 Responses to requests the cache considered carry ``X-Mass-Cache: hit`` or
 ``miss``; statsd counters ``cache.hit``, ``cache.miss``, ``cache.stored``,
 ``cache.stale``, ``cache.denied``, ``cache.validated``,
-``cache.backend_errors``, ``cache.backend_skipped``.
+``cache.backend_errors``, ``cache.backend_skipped``, and
+``cache.lagging_replica`` (a miss that reached a replica older than the
+object's fence, and read the newest one instead).
 """
 import time
 
@@ -380,14 +382,27 @@ class CacheMethod(base.Method):
         req.acl = info.get('read_acl')
         return authorize(req)
 
-    def _backend_read(self, env, app, newest):
-        """The backend's answer to a miss (a WSGIContext that started it,
-        and its body): read from the newest replica (X-Newest) if
-        ``newest``, and left in ``env`` if it answered so."""
+    def _backend_read(self, env, app, newest, written=None):
+        """The backend's answer to a miss: ``(a WSGIContext that started
+        it, its body, whether it was read from the newest replica)``;
+        from the newest replica (X-Newest) if ``newest``, or if the replica
+        read is older than ``written`` (a sealed :class:`~swift_mass.
+        generations.reader.Written`), and left in ``env`` if it answered
+        so."""
         if newest:
             env['HTTP_X_NEWEST'] = 'true'
         ctx = WSGIContext(app)
         app_iter = ctx._app_call(env)
+        if not newest and written is not None and written.sealed and \
+                ctx._get_status_int() == 200 and not _not_older(
+                    dict((k.lower(), v) for k, v in ctx._response_headers)
+                    .get('x-backend-timestamp'), written.timestamp):
+            # A replica that missed a write acknowledged before this read
+            # answered: Swift alone would serve it; the newest replica has
+            # that write, and its answer may be cached.
+            self._count(env, 'lagging_replica')
+            close_if_possible(app_iter)
+            return self._backend_read(env, app, True)
         if newest and ctx._get_status_int() == 200 and \
                 base.content_length(ctx._response_headers) is None:
             # Swift's X-Newest read that meets a DELETE between its reads
@@ -399,7 +414,7 @@ class CacheMethod(base.Method):
             del env['HTTP_X_NEWEST']
             ctx = WSGIContext(app)
             app_iter = ctx._app_call(env)
-        return ctx, app_iter
+        return ctx, app_iter, newest
 
     def _plain_get(self, env):
         return env['REQUEST_METHOD'] == 'GET' and \
@@ -423,7 +438,8 @@ class CacheMethod(base.Method):
         # repaired it.  The newest replica's version seals the fence.
         newest = storing and validity is not None and \
             (written is None or not written.sealed)
-        ctx, app_iter = self._backend_read(env, app, newest)
+        ctx, app_iter, newest = self._backend_read(
+            env, app, newest, written if storing else None)
         if newest and 'HTTP_X_NEWEST' not in env:
             storing = False  # answered as Swift alone would: see there
         headers = [(k, v) for k, v in ctx._response_headers
@@ -459,5 +475,5 @@ class CacheMethod(base.Method):
 def _not_older(timestamp, written):
     try:
         return Timestamp(timestamp) >= written
-    except ValueError:
+    except (TypeError, ValueError):
         return False
