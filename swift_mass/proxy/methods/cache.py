@@ -30,9 +30,10 @@ Correctness comes first; a stale read is a bug.
   (docs/cache.md, "Why no fill is older than an acknowledged write").
 * **Without generations** (Redis unreachable or not to be trusted, a
   device without an object server that bumps, or ``store`` is not redis),
-  a hit is served only after a HEAD of the object, sent to the backend with
-  the client's own request environment (so Swift authorises it), answers
-  with the cached body's X-Backend-Timestamp and ETag.
+  a hit is served only after a HEAD of the newest replica (X-Newest), sent
+  to the backend with the client's own request environment (so Swift
+  authorises it), answers with the cached body's X-Backend-Timestamp and
+  ETag, and a miss that may be cached reads the newest replica too.
 * **Authorisation first**: before the cache reads a generation or a body,
   a read passes the check Swift's object controller makes before it
   reads an object: ``swift.authorize`` first as the proxy calls it, then,
@@ -436,7 +437,10 @@ class CacheMethod(base.Method):
         # and what is cached here is served by every proxy, where Swift
         # alone would serve it only from that replica until replication
         # repaired it.  The newest replica's version seals the fence.
-        newest = storing and validity is not None and \
+        # Without generations (Redis down, a device not covered), nothing
+        # tells either: the newest replica answers, and a hit is checked
+        # against it too (ValidityCheck.backend_agrees).
+        newest = storing and not self.settings.ttl_only and \
             (written is None or not written.sealed)
         ctx, app_iter, newest = self._backend_read(
             env, app, newest, written if storing else None)

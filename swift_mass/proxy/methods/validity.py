@@ -85,11 +85,14 @@ class ValidityCheck(object):
 
     def backend_agrees(self, env, entry):
         """A HEAD of the object as the client (the proxy authorises it)
-        shows the cached version: same X-Backend-Timestamp and ETag."""
+        shows the cached version: same X-Backend-Timestamp and ETag.  Of
+        the newest replica (X-Newest): with no generation to tell, a
+        replica that missed a write acknowledged before may be the one a
+        plain HEAD reaches, and would vouch for the version it replaced."""
         head_env = {k: v for k, v in env.items()
                     if k not in CONDITIONS and k != 'wsgi.input'}
         head_env.update({'REQUEST_METHOD': 'HEAD', 'swift.source': 'MASS',
-                         'CONTENT_LENGTH': '0'})
+                         'CONTENT_LENGTH': '0', 'HTTP_X_NEWEST': 'true'})
         head_env.pop('swob.ACL', None)
         try:
             resp = Request(head_env).get_response(self.app)

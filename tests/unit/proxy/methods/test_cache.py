@@ -649,6 +649,27 @@ def test_store_down_hits_are_validated_by_a_head_as_the_client(prefix):
         b'changed behind its back', 'miss')
 
 
+def test_without_generations_a_lagging_replica_vouches_for_nothing(prefix):
+    """With Redis down, a hit was validated by a HEAD of one replica: one
+    that missed a write acknowledged before vouched for the cached
+    version it replaced, and a miss read it too."""
+    swift = Swift()
+    mass, _, logger = make(prefix, swift, store_url=DOWN_REDIS_URL,
+                           conf={'cache_backend': 'local'})
+    swift.write(PATH, b'v1')
+    cached(mass, swift)
+    old = swift.objects[PATH]
+    swift.write(PATH, b'v2')  # acknowledged; one replica missed it
+    swift.lagging[PATH] = old
+    del swift.requests[:]
+    reads = [call(mass) for _ in range(2)]
+    assert [(r.body, r.headers['X-Mass-Cache']) for r in reads] == \
+        [(b'v2', 'miss'), (b'v2', 'hit')]
+    assert {r[3].get('X-Newest') for r in swift.object_requests()} == \
+        {'true'}
+    assert 'cache.stale' in logger.counters
+
+
 @pytest.mark.parametrize('down_url', [DOWN_REDIS_URL, DOWN_CLUSTER_URL])
 def test_a_proxy_whose_redis_is_down_from_the_start_serves_every_request(
         prefix, down_url):
