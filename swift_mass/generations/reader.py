@@ -20,11 +20,26 @@ from swift_mass.generations.core import Generations, decoded, new_token
 from swift_mass.lua import read_script
 
 
-class Written(collections.namedtuple('Written', 'timestamp sealed')):
+class Written(collections.namedtuple('Written', 'timestamp sealed data')):
     """The newest write recorded for an object (``timestamp``, a
-    Timestamp), and whether it is a fence sealed in the reader's era
-    (:meth:`GenerationReader.read`)."""
+    Timestamp), whether it is a fence sealed in the reader's era
+    (:meth:`GenerationReader.read`), and then the newest data write's
+    (``data``, a Timestamp: a POST changes the metadata of the data it
+    finds, so a replica that missed a PUT may still show the newest
+    metadata)."""
     __slots__ = ()
+
+    def covers(self, timestamp, data_timestamp):
+        """Whether a version whose metadata and data have these
+        timestamps (X-Backend-Timestamp, X-Backend-Data-Timestamp) is no
+        older than the writes recorded."""
+        try:
+            if Timestamp(timestamp) < self.timestamp:
+                return False
+            return self.data is None or \
+                Timestamp(data_timestamp or timestamp) >= self.data
+        except (TypeError, ValueError):
+            return False
 
 
 def era(epoch, entered):
@@ -35,14 +50,17 @@ def era(epoch, entered):
 
 def parse_generation(value):
     """``(token, seal, written)`` of an object's generation as Redis holds
-    it ("<token>[|<seal>]/<written>", bump.lua and seal.lua): seal the era
-    its fence was sealed in or '', written a Timestamp or None."""
+    it ("<token>[|<era>:<data>]/<written>", bump.lua and seal.lua): seal
+    ``(era, data)``, the era its fence was sealed in and the newest data
+    write's Timestamp, or None; written a Timestamp or None."""
     head, _, written = value.partition('/')
     token, _, seal = head.partition('|')
+    era_of, _, data = seal.rpartition(':')
     try:
         written = Timestamp(written) if written else None
+        seal = (era_of, Timestamp(data)) if era_of and data else None
     except ValueError:
-        written = None
+        written = seal = None
     return token, seal, written
 
 
@@ -92,19 +110,25 @@ class GenerationReader(Generations):
             return None, None
         token, seal, written = parse_generation(gen)
         if written is not None:
-            written = Written(written, seal == era(epoch, entered))
+            if seal is not None and seal[0] == era(epoch, entered):
+                written = Written(written, True, seal[1])
+            else:
+                written = Written(written, False, None)
         return '%s:%s:%s' % (epoch, token, entered), written
 
-    def seal(self, key, tenant, validity, timestamp):
+    def seal(self, key, tenant, validity, timestamp, data_timestamp=None):
         """Seal the fence of an object of ``tenant`` after a read of its
         newest replica (X-Newest) that began under ``validity`` and
-        returned the version of ``timestamp``: from now on, and while the
+        returned the version of ``timestamp`` (its metadata's; its data's
+        ``data_timestamp``, the same if None): from now on, and while the
         era lasts, :meth:`read` answers the highest of that and every
         write recorded since.  Whether the object is still at ``validity``
         (nothing written since: what the read returned may be cached), as
         :meth:`read` would tell; False when Redis cannot tell."""
         epoch, token, entered = validity.split(':')
         try:
+            data_timestamp = Timestamp(
+                data_timestamp or timestamp).internal
             timestamp = Timestamp(timestamp).internal
         except (TypeError, ValueError):
             return False
@@ -115,7 +139,7 @@ class GenerationReader(Generations):
                 keys=[self.epoch_key, self.alive_key, self._key(key),
                       self.bumps_key],
                 args=self._epoch_args() + [token, epoch, entered, tenant,
-                                           timestamp])
+                                           timestamp, data_timestamp])
         except Exception as err:
             self.failed(err)
             return False

@@ -116,7 +116,7 @@ class GenerationWriter(Generations):
 
     # -- bumps ---------------------------------------------------------
 
-    def bump(self, keys, timestamp=None, hold=True):
+    def bump(self, keys, timestamp=None, hold=True, data=True):
         """Give each object a new generation, recording the write's
         ``timestamp`` (its X-Timestamp) if given; whether Redis took it
         within ``bump_wait``.  A failure makes this worker dirty: it skips
@@ -124,7 +124,9 @@ class GenerationWriter(Generations):
         not recorded (failed or skipped) returns, if ``hold``
         (:meth:`holds_unrecorded`), once the epoch is replaced or
         ``unrecorded_hold`` seconds passed since the outage began,
-        whichever is first (see :meth:`_hold_unrecorded`)."""
+        whichever is first (see :meth:`_hold_unrecorded`).  ``data``: the
+        write replaced the object's data (a PUT or DELETE), not only its
+        metadata (a POST)."""
         if self.dirty:
             self.skipped += 1
             metrics.increment(
@@ -150,7 +152,8 @@ class GenerationWriter(Generations):
                 self._bump(
                     keys=[self.epoch_key, self.alive_key] +
                     [self._key(key) for key in keys],
-                    args=self._epoch_args() + [self.ttl, written] +
+                    args=self._epoch_args() + [
+                        self.ttl, written, '1' if data else '0'] +
                     [new_token() for _key in keys])
                 self.breaker.succeeded()
                 self.outage_began = None

@@ -88,5 +88,6 @@ class BumpedWrite(WSGIContext):
         if what == MAYBE:
             self.generations.bump([key], hold=hold)
         else:
-            self.generations.bump([key], env.get('HTTP_X_TIMESTAMP'),
-                                  hold=hold)
+            self.generations.bump(
+                [key], env.get('HTTP_X_TIMESTAMP'), hold=hold,
+                data=env['REQUEST_METHOD'] != 'POST')

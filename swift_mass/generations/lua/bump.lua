@@ -12,26 +12,31 @@
 -- An object server's bump of the objects a write changed: KEYS[1]
 -- epoch, KEYS[2] alive, KEYS[3..] the objects' generations; ARGV[1] a
 -- new epoch, ARGV[2] the gap in ms, ARGV[3] ttl, ARGV[4] the write's
--- timestamp or '', ARGV[5..] tokens, one per object.  Each object gets
--- its token, with the highest write timestamp recorded for it, and the
--- era its fence was sealed in, if any ("<token>[|<seal>]/<timestamp>",
+-- timestamp or '', ARGV[5] '1' if it wrote data (a PUT or DELETE; a POST
+-- writes metadata only), ARGV[6..] tokens, one per object.  Each object
+-- gets its token, with the highest write timestamp recorded for it, and
+-- the seal of its fence, if any ("<token>[|<seal>]/<timestamp>",
 -- seal.lua): a seal names its own era, so one kept across a change of
--- era is simply not trusted.  The epoch.
+-- era is simply not trusted; a data write raises the seal's data
+-- timestamp.  The epoch.
 for i = 3, #KEYS do
     local old = redis.call('GET', KEYS[i])
     local written = ARGV[4]
     local seal = ''
     if old then
-        local sealed = string.match(old, '^[^|/]*|([^/]*)')
-        if sealed then
-            seal = '|' .. sealed
+        local era, data = string.match(old, '^[^|/]*|([^/]*):([^:/]*)/')
+        if era then
+            if ARGV[5] == '1' and written > data then
+                data = written
+            end
+            seal = '|' .. era .. ':' .. data
         end
         local seen = string.match(old, '/(.*)$')
         if seen and (written == '' or seen > written) then
             written = seen
         end
     end
-    local value = ARGV[i + 2] .. seal
+    local value = ARGV[i + 3] .. seal
     if written ~= '' then
         value = value .. '/' .. written
     end

@@ -15,10 +15,12 @@
 -- a new epoch, ARGV[2] the gap in ms, ARGV[3] the token, ARGV[4] the
 -- epoch and ARGV[5] the version of the bumped set the tenant (ARGV[6])
 -- entered in, all three as the validity read before that read had them,
--- ARGV[7] the timestamp the read returned.  Only if all three are still
--- current: the fence becomes the highest of that timestamp and the one
--- recorded, sealed in this era ("<epoch>:<entered>"), keeping the
--- generation's token and TTL.  1 if sealed, else 0.
+-- ARGV[7] the timestamp the read returned (X-Backend-Timestamp, its
+-- metadata's) and ARGV[8] its data's (X-Backend-Data-Timestamp).  Only if
+-- all three are still current: the fence becomes the highest of that
+-- timestamp and the one recorded, sealed in this era with that data
+-- timestamp ("<epoch>:<entered>:<data>"), keeping the generation's token
+-- and TTL.  1 if sealed, else 0.
 -- The gap check, the same in read.lua, bump.lua, heartbeat.lua and
 -- seal.lua (a unit test holds them to it): KEYS[1] epoch, KEYS[2] alive;
 -- ARGV[1] a new epoch, ARGV[2] the gap in ms.  Sets epoch, and now (ms, Redis's
@@ -45,5 +47,5 @@ if ARGV[7] > written then
     written = ARGV[7]
 end
 redis.call('SET', KEYS[3], ARGV[3] .. '|' .. epoch .. ':' .. ARGV[5] ..
-           '/' .. written, 'KEEPTTL')
+           ':' .. ARGV[8] .. '/' .. written, 'KEEPTTL')
 return 1

@@ -76,7 +76,7 @@ from swift.common.memcached import load_memcache
 from swift.common.request_helpers import get_sys_meta_prefix
 from swift.common.constraints import check_utf8
 from swift.common.swob import Request, wsgi_to_str
-from swift.common.utils import Timestamp, close_if_possible
+from swift.common.utils import close_if_possible
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
@@ -395,9 +395,8 @@ class CacheMethod(base.Method):
         ctx = WSGIContext(app)
         app_iter = ctx._app_call(env)
         if not newest and written is not None and written.sealed and \
-                ctx._get_status_int() == 200 and not _not_older(
-                    dict((k.lower(), v) for k, v in ctx._response_headers)
-                    .get('x-backend-timestamp'), written.timestamp):
+                ctx._get_status_int() == 200 and \
+                not written.covers(*_version(ctx._response_headers)):
             # A replica that missed a write acknowledged before this read
             # answered: Swift alone would serve it; the newest replica has
             # that write, and its answer may be cached.
@@ -460,15 +459,14 @@ class CacheMethod(base.Method):
                 self._uncacheable[key] = validity
             return app_iter
         entry_headers = dict((k.lower(), v) for k, v in kept)
-        timestamp = entry_headers.get('x-backend-timestamp')
-        if not timestamp or 'etag' not in entry_headers:
+        version = _version(kept)
+        if not version[0] or 'etag' not in entry_headers:
             return app_iter
-        if written is not None and \
-                not _not_older(timestamp, written.timestamp):
+        if written is not None and not written.covers(*version):
             # a replica the last write has not reached answered
             return app_iter
 
-        newest = timestamp if newest else None
+        newest = version if newest else None
 
         def store(chunks):
             self.entries.store(env, key, validity, kept, chunks, newest)
@@ -476,8 +474,9 @@ class CacheMethod(base.Method):
         return Collector(app_iter, length, store)
 
 
-def _not_older(timestamp, written):
-    try:
-        return Timestamp(timestamp) >= written
-    except (TypeError, ValueError):
-        return False
+def _version(headers):
+    """``(X-Backend-Timestamp, X-Backend-Data-Timestamp)`` of a
+    response's headers (a list of pairs): its metadata's and data's."""
+    found = dict((k.lower(), v) for k, v in headers)
+    return (found.get('x-backend-timestamp'),
+            found.get('x-backend-data-timestamp'))

@@ -68,8 +68,9 @@ class Entries(object):
         object's current one, so a write meanwhile only makes it unused),
         and share it from a green thread of its own, off the client's
         path (:meth:`fill`: only if no write overtook it).  ``newest``:
-        the body was read from the newest replica and has this
-        X-Backend-Timestamp: the object's fence is sealed with it in that
+        the body was read from the newest replica and has these
+        ``(X-Backend-Timestamp, X-Backend-Data-Timestamp)``: the object's
+        fence is sealed with them in that
         green thread (:meth:`ValidityCheck.still_current
         <swift_mass.proxy.methods.validity.ValidityCheck.still_current>`)."""
         entry = Entry(validity, headers, chunks)

@@ -303,7 +303,7 @@ class MergeMethod(base.Method):
         kept = cacheable_headers(resp.headers.items())
         if kept is None:
             return
-        newest = None if sealed else written
+        newest = None if sealed else (written, written)
         if self.cache.fill(head_env, key, validity, kept, body, newest):
             # the HEAD's environ is Mass's own, without the policy
             _count(self.logger, entry, 'written_through')

@@ -71,8 +71,9 @@ class ValidityCheck(object):
         """Whether no write overtook a body fetched under ``validity``
         (not asked under ``cache_ttl_only`` when none was read).
         ``newest``: the body was read from the newest replica (X-Newest)
-        and has this X-Backend-Timestamp; the object's fence is then
-        sealed with it, and the answer is whether that succeeded
+        and has these ``(X-Backend-Timestamp, X-Backend-Data-Timestamp)``;
+        the object's fence is then sealed with them, and the answer is
+        whether that succeeded
         (:meth:`~swift_mass.generations.reader.GenerationReader.seal`)."""
         if validity is None and self.settings.ttl_only:
             return True
@@ -81,7 +82,7 @@ class ValidityCheck(object):
         if newest is None or validity is None:
             return True
         return self.generations.seal(
-            key, base.object_path(env)[0], validity, newest)
+            key, base.object_path(env)[0], validity, *newest)
 
     def backend_agrees(self, env, entry):
         """A HEAD of the object as the client (the proxy authorises it)

@@ -59,9 +59,10 @@ class Generations(object):
     def holds_unrecorded(self, tenant):
         return tenant == 'held'
 
-    def bump(self, keys, timestamp=None, hold=True):
+    def bump(self, keys, timestamp=None, hold=True, data=True):
         self.bumped.append((keys, timestamp))
         self.held = hold
+        self.data = data
 
 
 def answering(status):
@@ -106,6 +107,16 @@ def test_a_write_is_held_only_as_the_generations_say(tenant):
     b''.join(bumps.BumpedWrite(answering('201 Created'), generations, None)(
         env, lambda *args: None, key='key', tenant=tenant))
     assert generations.held is (tenant == 'held')
+
+
+@pytest.mark.parametrize('method', ['PUT', 'POST', 'DELETE'])
+def test_only_a_post_writes_metadata_alone(method):
+    generations = Generations()
+    env = Request.blank('/sda1/0/a/c/o', method=method, headers={
+        'X-Timestamp': '1700000000.00000'}).environ
+    b''.join(bumps.BumpedWrite(answering('202 Accepted'), generations, None)(
+        env, lambda *args: None, key='key', tenant='AUTH_t'))
+    assert generations.data is (method != 'POST')
 
 
 def test_a_write_of_a_tenant_not_bumped_is_not():

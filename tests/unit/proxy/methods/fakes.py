@@ -118,7 +118,8 @@ class Swift(object):
         if self.generations is not None and \
                 self.generations.bumps_writes_of(path[0]):
             self.generations.bump([object_key(*path)],
-                                  req.headers.get('X-Timestamp'))
+                                  req.headers.get('X-Timestamp'),
+                                  data=req.method != 'POST')
 
     def PUT(self, req):
         body = req.body
@@ -141,6 +142,7 @@ class Swift(object):
         obj = self.objects.get(req.path)
         if obj is None:
             return Response(status=404)
+        obj.setdefault('data_ts', obj['ts'])
         obj['ts'] = Timestamp.now()
         req.headers['X-Timestamp'] = obj['ts'].internal
         obj['headers'] = {k: v for k, v in obj['headers'].items()
@@ -157,9 +159,13 @@ class Swift(object):
         return Response(status=204 if found else 404)
 
     def headers_of(self, obj):
+        # as the object server: the metadata's time (a POST's) and the
+        # data's
         headers = {'Content-Type': 'application/octet-stream',
                    'X-Timestamp': obj['ts'].normal,
                    'X-Backend-Timestamp': obj['ts'].internal,
+                   'X-Backend-Data-Timestamp': obj.get(
+                       'data_ts', obj['ts']).internal,
                    'Accept-Ranges': 'bytes'}
         headers.update(obj['headers'])
         return headers

@@ -197,6 +197,29 @@ def test_a_sealed_fence_needs_no_newest_replica(prefix):
     assert logger.counters.count('cache.lagging_replica') == 1
 
 
+def test_newer_metadata_on_older_data_is_not_the_current_version(prefix):
+    """A replica that missed a PUT but took the POST after it shows the
+    POST's X-Backend-Timestamp on the old data: the fence, the highest
+    write recorded, let it through, and the old data was served and
+    cached under the new metadata."""
+    mass, swift, logger = make(prefix)
+    put(mass, b'v1')
+    cached(mass, swift)  # the fence is sealed
+    v1 = dict(swift.objects[PATH])
+    put(mass, b'v2')  # one replica misses it...
+    resp = call(mass, method='POST', headers={'X-Object-Meta-K': 'new'})
+    assert resp.status_int == 202  # ...but not the POST after it
+    swift.lagging[PATH] = dict(v1, ts=swift.objects[PATH]['ts'],
+                               data_ts=v1['ts'], headers={
+                                   'X-Object-Meta-K': 'new'})
+    del swift.requests[:]
+    reads = [call(mass) for _ in range(2)]
+    assert [(r.body, r.headers['X-Mass-Cache']) for r in reads] == \
+        [(b'v2', 'miss'), (b'v2', 'hit')]
+    assert newest_flags(swift) == [None, 'true']
+    assert logger.counters.count('cache.lagging_replica') == 1
+
+
 def leave_and_reenter(mass, swift, while_out):
     """The tenant leaves the bumped set (a pin to ``none``), ``while_out()``
     runs, and it comes back (a pin to ``cache``): each time the leader
@@ -266,7 +289,7 @@ def test_an_old_seal_kept_by_bumps_is_not_trusted_in_a_new_era(prefix):
     put(mass, b'v2')
     key = object_key('AUTH_t', 'c', 'o')
     _, written = mass.methods.cache.validity(read_env(), key)
-    assert written == (Timestamp(swift.objects[PATH]['ts']), False)
+    assert written == (Timestamp(swift.objects[PATH]['ts']), False, None)
     del swift.requests[:]
     cached(mass, swift)
     assert newest_flags(swift) == ['true']
@@ -368,7 +391,7 @@ def test_a_write_costs_the_proxy_no_redis_call(prefix):
     gens._read = real
     after, written = mass.methods.cache.validity(read_env(), key)
     assert after != before
-    assert written == (Timestamp(swift.objects[PATH]['ts']), False)
+    assert written == (Timestamp(swift.objects[PATH]['ts']), False, None)
 
 
 def test_a_tenant_is_trusted_only_once_the_object_servers_bump_it(prefix):
@@ -530,7 +553,7 @@ def test_validity_changes_with_every_write_and_is_unknown_without(prefix):
     put(mass)
     after, written = method.validity(read_env(), key)
     assert after != before
-    assert written == (Timestamp(swift.objects[PATH]['ts']), False)
+    assert written == (Timestamp(swift.objects[PATH]['ts']), False, None)
     local = cache.CacheMethod.from_conf(Swift(), MassConf({}), Logger(),
                                         LocalStore())
     assert local.validity(read_env(), key) == (None, None)
