@@ -97,6 +97,11 @@ CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
 # too large...), remembered with their generation so that their reads skip
 # the body store's round trip until someone writes them.
 UNCACHEABLE_MEMO = 10000
+# How many plain reads a miss makes at most while a replica that missed a
+# DELETE answers (CacheMethod._past_deleted): Swift picks the replica it
+# reads first at random, so one of three that lags answers all of them with
+# a chance of 1 in 3 ** DELETED_READS.
+DELETED_READS = 4
 
 # Backend headers a request may carry on a hit: Mass's own tags, and the
 # two that only matter for metadata a cached object never has (or that
@@ -405,16 +410,32 @@ class CacheMethod(base.Method):
             return self._backend_read(env, app, True)
         if newest and ctx._get_status_int() == 200 and \
                 base.content_length(ctx._response_headers) is None:
-            # Swift's X-Newest read that meets a DELETE between its reads
-            # of the replicas answers 200 with no body and the deleted
+            # Swift's X-Newest read that meets a DELETE newer than some
+            # replica's version answers 200 with no body and the deleted
             # version's ETag (its best_response, once the newer tombstone
             # set the 200s aside): the client gets the read as Swift alone
             # would have sent it, and nothing is cached.
             close_if_possible(app_iter)
             del env['HTTP_X_NEWEST']
+            ctx, app_iter = self._past_deleted(
+                env, app, _version(ctx._response_headers)[0])
+        return ctx, app_iter, newest
+
+    def _past_deleted(self, env, app, deleted, attempts=DELETED_READS):
+        """A plain read, once X-Newest showed a tombstone newer than the
+        version of X-Backend-Timestamp ``deleted`` that some replica still
+        holds: Swift answers it from the first replica it reaches, so an
+        answer that is that version is read again, a few times at most (a
+        replica with the tombstone, reached first, answers 404)."""
+        for attempt in range(attempts):
             ctx = WSGIContext(app)
             app_iter = ctx._app_call(env)
-        return ctx, app_iter, newest
+            if attempt + 1 == attempts or \
+                    ctx._get_status_int() != 200 or \
+                    _version(ctx._response_headers)[0] != deleted:
+                return ctx, app_iter
+            self._count(env, 'lagging_replica')
+            close_if_possible(app_iter)
 
     def _plain_get(self, env):
         return env['REQUEST_METHOD'] == 'GET' and \

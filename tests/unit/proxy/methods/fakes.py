@@ -67,6 +67,9 @@ class Swift(object):
         #: read without X-Newest gets it, as when the proxy picks that
         #: replica first
         self.lagging = {}
+        #: how many plain reads the lagging replica answers, by path (the
+        #: proxy reaches another replica first after that; none: all)
+        self.lagging_reads = {}
         #: paths whose X-Newest GET meets a DELETE between its reads of
         #: the replicas: the DELETE happens, and the GET gets what Swift's
         #: best_response makes of two 200s its newer 404 set aside
@@ -172,25 +175,36 @@ class Swift(object):
 
     def GET(self, req):
         newest = req.headers.get('X-Newest', '').lower() == 'true'
-        if req.path in self.lagging and not newest:
+        if req.path in self.lagging and not newest and \
+                self.lagging_reads.get(req.path, 1) > 0:
+            if req.path in self.lagging_reads:
+                self.lagging_reads[req.path] -= 1
             return self.respond(req, self.lagging[req.path])
+        if newest and req.method == 'GET' and \
+                req.path in self.lagging and req.path not in self.objects:
+            # the newer tombstone sets the lagging replica's 200 aside
+            return self._best_of_set_aside(req, self.lagging[req.path])
         if newest and req.method == 'GET' and \
                 req.path in self.deleted_during_newest:
             self.deleted_during_newest.discard(req.path)
             obj = self.objects[req.path]
             self.DELETE(Request.blank(req.environ['PATH_INFO'],
                                       method='DELETE'))
-            # swift.proxy.controllers.base.Controller.best_response: the
-            # first 200's headers (its Content-Length dropped), no body
-            resp = HTTPOk(request=req)
-            resp.body = None
-            update_headers(resp, dict(
-                self.headers_of(obj), **{
-                    'Content-Length': str(len(obj['body'])),
-                    'Etag': md5(obj['body'],
-                                usedforsecurity=False).hexdigest()}))
-            return resp
+            return self._best_of_set_aside(req, obj)
         return self.respond(req, self.objects.get(req.path))
+
+    def _best_of_set_aside(self, req, obj):
+        """What Swift's X-Newest GET answers once a newer tombstone set the
+        200s of ``obj`` aside."""
+        # swift.proxy.controllers.base.Controller.best_response: the first
+        # 200's headers (its Content-Length dropped), no body
+        resp = HTTPOk(request=req)
+        resp.body = None
+        update_headers(resp, dict(
+            self.headers_of(obj), **{
+                'Content-Length': str(len(obj['body'])),
+                'Etag': md5(obj['body'], usedforsecurity=False).hexdigest()}))
+        return resp
 
     def respond(self, req, obj):
         if obj is None:

@@ -174,6 +174,22 @@ def newest_flags(swift):
     return flags
 
 
+def test_a_replica_that_missed_a_delete_is_read_past(prefix):
+    """Swift's X-Newest read answers an empty 200 while a replica still
+    holds a version a newer tombstone replaced; the plain read the cache
+    sent instead took that version from the replica whenever the proxy
+    reached it first.  Read again, another replica answers the 404."""
+    mass, swift, logger = make(prefix)
+    put(mass, b'v1')
+    swift.lagging[PATH] = swift.objects[PATH]  # it will miss the DELETE
+    swift.lagging_reads[PATH] = 2  # reached first by the next two reads
+    assert call(mass, method='DELETE').status_int == 204
+    resp = call(mass)
+    assert resp.status_int == 404, resp.body
+    assert newest_flags(swift) == ['true', None, None, None]
+    assert logger.counters.count('cache.lagging_replica') == 2
+
+
 def test_a_sealed_fence_needs_no_newest_replica(prefix):
     """The first fill of an object in an era reads the newest replica and
     seals the fence; the writes after it are recorded in the same era, so
