@@ -30,10 +30,11 @@ Correctness comes first; a stale read is a bug.
   (docs/cache.md, "Why no fill is older than an acknowledged write").
 * **Without generations** (Redis unreachable or not to be trusted, a
   device without an object server that bumps, or ``store`` is not redis),
-  a hit is served only after a HEAD of the newest replica (X-Newest), sent
-  to the backend with the client's own request environment (so Swift
-  authorises it), answers with the cached body's X-Backend-Timestamp and
-  ETag, and a miss that may be cached reads the newest replica too.
+  a hit is served only after a read of the newest replica (an X-Newest
+  GET whose body is not read), sent to the backend with the client's own
+  request environment (so Swift authorises it), answers with the cached
+  body's X-Backend-Timestamp and ETag, and a miss that may be cached reads
+  the newest replica too.
 * **Authorisation first**: before the cache reads a generation or a body,
   a read passes the check Swift's object controller makes before it
   reads an object: ``swift.authorize`` first as the proxy calls it, then,
@@ -75,8 +76,8 @@ from swift.common.http import is_success
 from swift.common.memcached import load_memcache
 from swift.common.request_helpers import get_sys_meta_prefix
 from swift.common.constraints import check_utf8
-from swift.common.swob import Request, wsgi_to_str
-from swift.common.utils import close_if_possible
+from swift.common.swob import HTTPNotFound, Request, wsgi_to_str
+from swift.common.utils import Timestamp, close_if_possible
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
@@ -418,24 +419,27 @@ class CacheMethod(base.Method):
             close_if_possible(app_iter)
             del env['HTTP_X_NEWEST']
             ctx, app_iter = self._past_deleted(
-                env, app, _version(ctx._response_headers)[0])
+                env, app, _data_time(ctx._response_headers))
         return ctx, app_iter, newest
 
     def _past_deleted(self, env, app, deleted, attempts=DELETED_READS):
-        """A plain read, once X-Newest showed a tombstone newer than the
-        version of X-Backend-Timestamp ``deleted`` that some replica still
-        holds: Swift answers it from the first replica it reaches, so an
-        answer that is that version is read again, a few times at most (a
-        replica with the tombstone, reached first, answers 404)."""
-        for attempt in range(attempts):
+        """A plain read, once X-Newest showed a tombstone newer than data
+        of ``deleted`` (its time) that some replica still holds: Swift
+        answers it from the first replica it reaches, so an answer with
+        data that old is read again, a few times at most (a replica with
+        the tombstone, reached first, answers 404), and then answered as
+        that replica would have: 404."""
+        for _attempt in range(attempts):
             ctx = WSGIContext(app)
             app_iter = ctx._app_call(env)
-            if attempt + 1 == attempts or \
-                    ctx._get_status_int() != 200 or \
-                    _version(ctx._response_headers)[0] != deleted:
+            if deleted is None or ctx._get_status_int() != 200 or \
+                    _data_time(ctx._response_headers) is None or \
+                    _data_time(ctx._response_headers) > deleted:
                 return ctx, app_iter
             self._count(env, 'lagging_replica')
             close_if_possible(app_iter)
+        ctx = WSGIContext(HTTPNotFound(request=Request(env)))
+        return ctx, ctx._app_call(env)
 
     def _plain_get(self, env):
         return env['REQUEST_METHOD'] == 'GET' and \
@@ -493,6 +497,16 @@ class CacheMethod(base.Method):
             self.entries.store(env, key, validity, kept, chunks, newest)
             self._count(env, 'stored')
         return Collector(app_iter, length, store)
+
+
+def _data_time(headers):
+    """The Timestamp of a response's data (X-Backend-Data-Timestamp, or
+    X-Backend-Timestamp without it), or None."""
+    timestamp, data = _version(headers)
+    try:
+        return Timestamp(data or timestamp)
+    except (TypeError, ValueError):
+        return None
 
 
 def _version(headers):

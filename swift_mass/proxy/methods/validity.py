@@ -17,6 +17,7 @@ generations can be trusted; without them, a HEAD of the object, sent as
 the client, shows whether the cached version is the current one.
 """
 from swift.common.swob import Request
+from swift.common.utils import close_if_possible
 
 from swift_mass.proxy.methods import base
 
@@ -36,7 +37,7 @@ class ValidityCheck(object):
 
     def __init__(self, app, settings, logger, generations, count,
                  devices=None):
-        self.app = app  # the proxy app: validation HEADs
+        self.app = app  # the proxy app: validation reads
         self.settings = settings
         self.logger = logger
         self.generations = generations
@@ -85,23 +86,29 @@ class ValidityCheck(object):
             key, base.object_path(env)[0], validity, *newest)
 
     def backend_agrees(self, env, entry):
-        """A HEAD of the object as the client (the proxy authorises it)
-        shows the cached version: same X-Backend-Timestamp and ETag.  Of
-        the newest replica (X-Newest): with no generation to tell, a
-        replica that missed a write acknowledged before may be the one a
-        plain HEAD reaches, and would vouch for the version it replaced."""
-        head_env = {k: v for k, v in env.items()
-                    if k not in CONDITIONS and k != 'wsgi.input'}
-        head_env.update({'REQUEST_METHOD': 'HEAD', 'swift.source': 'MASS',
-                         'CONTENT_LENGTH': '0', 'HTTP_X_NEWEST': 'true'})
-        head_env.pop('swob.ACL', None)
+        """The newest replica (X-Newest), read as the client (the proxy
+        authorises it), shows the cached version: same X-Backend-Timestamp
+        and ETag.  With no generation to tell, a replica that missed a
+        write acknowledged before may be the one a plain read reaches, and
+        would vouch for the version it replaced.  A GET, not a HEAD, whose
+        body is not read: where a newer tombstone sets a quorum of
+        replicas' answers aside, Swift's X-Newest answers 200 with their
+        headers, which only a GET's missing Content-Length tells apart
+        (see CacheMethod._backend_read)."""
+        check_env = {k: v for k, v in env.items()
+                     if k not in CONDITIONS and k != 'wsgi.input'}
+        check_env.update({'REQUEST_METHOD': 'GET', 'swift.source': 'MASS',
+                          'CONTENT_LENGTH': '0', 'HTTP_X_NEWEST': 'true'})
+        check_env.pop('swob.ACL', None)
         try:
-            resp = Request(head_env).get_response(self.app)
+            resp = Request(check_env).get_response(self.app)
         except Exception as err:
-            self.logger.warning('mass cache: validation HEAD failed: %s',
+            self.logger.warning('mass cache: validation read failed: %s',
                                 err)
             return False
+        close_if_possible(resp.app_iter)
         return (resp.status_int == 200 and
+                resp.headers.get('Content-Length') is not None and
                 resp.headers.get('X-Backend-Timestamp') ==
                 entry.header('X-Backend-Timestamp') and
                 resp.headers.get('ETag') == entry.header('ETag'))

@@ -39,11 +39,21 @@ def cached(mass, swift, path=PATH, **kwargs):
     backend)."""
     first = call(mass, path, **kwargs)
     assert first.headers['X-Mass-Cache'] == 'miss'
-    before = len(swift.object_requests('GET'))
+    before = len(client_gets(swift))
     second = call(mass, path, **kwargs)
     assert second.headers['X-Mass-Cache'] == 'hit', second.headers
-    assert len(swift.object_requests('GET')) == before
+    assert len(client_gets(swift)) == before
     return first, second
+
+
+def client_gets(swift):
+    """The object GETs the backend got for clients (not the validation
+    reads Mass sends of its own, swift.source MASS)."""
+    return [r for r in swift.object_requests('GET') if r[2] != 'MASS']
+
+
+def validation_reads(swift):
+    return [r for r in swift.object_requests('GET') if r[2] == 'MASS']
 
 
 # -- hits and misses ---------------------------------------------------
@@ -670,16 +680,17 @@ def test_fetch_answers_a_miss_and_fills_the_cache(prefix):
 # -- without generations: backend validation --------------------------
 
 
-def test_store_down_hits_are_validated_by_a_head_as_the_client(prefix):
+def test_store_down_hits_are_validated_by_a_read_as_the_client(prefix):
     swift = Swift()
     mass, _, logger = make(prefix, swift, store_url=DOWN_REDIS_URL,
                            conf={'cache_backend': 'local'})
     swift.write(PATH, BODY)
     first, second = cached(mass, swift, headers={'X-Auth-Token': 'tk'})
     assert second.body == BODY
-    (method, path, source, headers), = swift.object_requests('HEAD')
-    assert (method, path, source) == ('HEAD', PATH, 'MASS')
+    (method, path, source, headers), = validation_reads(swift)
+    assert (method, path, source) == ('GET', PATH, 'MASS')
     assert headers['X-Auth-Token'] == 'tk'
+    assert headers['X-Newest'] == 'true'
     assert 'cache.validated' in logger.counters
     # a write Mass never saw (no bump): the HEAD shows it
     swift.write(PATH, b'changed behind its back')
@@ -709,6 +720,23 @@ def test_without_generations_a_lagging_replica_vouches_for_nothing(prefix):
     assert 'cache.stale' in logger.counters
 
 
+def test_without_generations_a_delete_most_replicas_missed_is_seen(prefix):
+    """Where a newer tombstone sets a quorum of replicas' answers aside,
+    Swift's X-Newest answers 200 with their headers: a HEAD of it vouched
+    for the deleted version.  And where every plain read reaches a replica
+    that missed the DELETE, the answer is the 404 the others give."""
+    swift = Swift()
+    mass, _, logger = make(prefix, swift, store_url=DOWN_REDIS_URL,
+                           conf={'cache_backend': 'local'})
+    swift.write(PATH, b'v1')
+    cached(mass, swift)
+    swift.lagging[PATH] = swift.objects.pop(PATH)  # deleted on the others
+    resp = call(mass)
+    assert (resp.status_int, resp.headers['X-Mass-Cache']) == (404, 'miss')
+    assert logger.counters.count('cache.lagging_replica') == \
+        cache.DELETED_READS
+
+
 @pytest.mark.parametrize('down_url', [DOWN_REDIS_URL, DOWN_CLUSTER_URL])
 def test_a_proxy_whose_redis_is_down_from_the_start_serves_every_request(
         prefix, down_url):
@@ -723,11 +751,10 @@ def test_a_proxy_whose_redis_is_down_from_the_start_serves_every_request(
     resp = call(mass)
     assert (resp.status_int, resp.body) == (200, b'written')
     # every read reached the object servers: the worker's copy is served
-    # only after a HEAD of its own agreed (the last one found it stale
+    # only after a read of its own agreed (the last one found it stale
     # and fetched the new body)
-    validations = [r for r in swift.object_requests('HEAD')
-                   if r[2] == 'MASS']
-    assert (len(swift.object_requests('GET')), len(validations)) == (2, 3)
+    assert (len(client_gets(swift)), len(validation_reads(swift))) == \
+        (2, 3)
     assert any('Redis unavailable' in line for _, line in logger.lines)
 
 
