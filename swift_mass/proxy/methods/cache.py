@@ -77,7 +77,7 @@ from swift.common.memcached import load_memcache
 from swift.common.request_helpers import get_sys_meta_prefix
 from swift.common.constraints import check_utf8
 from swift.common.swob import HTTPNotFound, Request, wsgi_to_str
-from swift.common.utils import Timestamp, close_if_possible
+from swift.common.utils import Timestamp, close_if_possible, md5
 from swift.common.wsgi import WSGIContext
 from swift.proxy.controllers.base import get_container_info
 
@@ -410,7 +410,7 @@ class CacheMethod(base.Method):
             close_if_possible(app_iter)
             return self._backend_read(env, app, True)
         if newest and ctx._get_status_int() == 200 and \
-                base.content_length(ctx._response_headers) is None:
+                _set_aside(ctx._response_headers):
             # Swift's X-Newest read that meets a DELETE newer than some
             # replica's version answers 200 with no body and the deleted
             # version's ETag (its best_response, once the newer tombstone
@@ -497,6 +497,22 @@ class CacheMethod(base.Method):
             self.entries.store(env, key, validity, kept, chunks, newest)
             self._count(env, 'stored')
         return Collector(app_iter, length, store)
+
+
+# the ETag of an empty body
+EMPTY_ETAG = md5(b'', usedforsecurity=False).hexdigest()
+
+
+def _set_aside(headers):
+    """Whether an X-Newest 200's headers are those Swift answers when a
+    newer tombstone set a quorum of replicas' 200s aside: their ETag and
+    timestamps, with no body (no Content-Length inside the pipeline, 0
+    once a server counted it)."""
+    length = base.content_length(headers)
+    if length is None:
+        return True
+    etag = dict((k.lower(), v) for k, v in headers).get('etag', '')
+    return length == 0 and etag.strip('"') not in ('', EMPTY_ETAG)
 
 
 def _data_time(headers):

@@ -90,11 +90,12 @@ class ValidityCheck(object):
         authorises it), shows the cached version: same X-Backend-Timestamp
         and ETag.  With no generation to tell, a replica that missed a
         write acknowledged before may be the one a plain read reaches, and
-        would vouch for the version it replaced.  A GET, not a HEAD, whose
-        body is not read: where a newer tombstone sets a quorum of
-        replicas' answers aside, Swift's X-Newest answers 200 with their
-        headers, which only a GET's missing Content-Length tells apart
-        (see CacheMethod._backend_read)."""
+        would vouch for the version it replaced.  A GET whose body is not
+        read, whose length and type must match the cached body's too:
+        where a newer tombstone sets a quorum of replicas' answers aside,
+        Swift's X-Newest answers 200 with their ETag and timestamps but no
+        body (no Content-Length, or 0 once a server counted it) and swob's
+        default type (see CacheMethod._backend_read)."""
         check_env = {k: v for k, v in env.items()
                      if k not in CONDITIONS and k != 'wsgi.input'}
         check_env.update({'REQUEST_METHOD': 'GET', 'swift.source': 'MASS',
@@ -108,7 +109,9 @@ class ValidityCheck(object):
             return False
         close_if_possible(resp.app_iter)
         return (resp.status_int == 200 and
-                resp.headers.get('Content-Length') is not None and
+                resp.headers.get('Content-Length') == str(entry.length) and
+                resp.headers.get('Content-Type') ==
+                entry.header('Content-Type') and
                 resp.headers.get('X-Backend-Timestamp') ==
                 entry.header('X-Backend-Timestamp') and
                 resp.headers.get('ETag') == entry.header('ETag'))

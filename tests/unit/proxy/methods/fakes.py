@@ -74,6 +74,9 @@ class Swift(object):
         #: the replicas: the DELETE happens, and the GET gets what Swift's
         #: best_response makes of two 200s its newer 404 set aside
         self.deleted_during_newest = set()
+        #: the Content-Length that answer carries once a server counted
+        #: its empty body ('0'), with swob's default type; None: none
+        self.set_aside_length = None
 
     def object_requests(self, method=None):
         return [r for r in self.requests if r[1].count('/') == 4 and
@@ -204,6 +207,9 @@ class Swift(object):
             self.headers_of(obj), **{
                 'Content-Length': str(len(obj['body'])),
                 'Etag': md5(obj['body'], usedforsecurity=False).hexdigest()}))
+        if self.set_aside_length is not None:
+            resp.headers['Content-Length'] = self.set_aside_length
+            resp.headers['Content-Type'] = 'text/html; charset=UTF-8'
         return resp
 
     def respond(self, req, obj):

@@ -720,7 +720,9 @@ def test_without_generations_a_lagging_replica_vouches_for_nothing(prefix):
     assert 'cache.stale' in logger.counters
 
 
-def test_without_generations_a_delete_most_replicas_missed_is_seen(prefix):
+@pytest.mark.parametrize('length', [None, '0'])
+def test_without_generations_a_delete_most_replicas_missed_is_seen(
+        prefix, length):
     """Where a newer tombstone sets a quorum of replicas' answers aside,
     Swift's X-Newest answers 200 with their headers: a HEAD of it vouched
     for the deleted version.  And where every plain read reaches a replica
@@ -731,6 +733,7 @@ def test_without_generations_a_delete_most_replicas_missed_is_seen(prefix):
     swift.write(PATH, b'v1')
     cached(mass, swift)
     swift.lagging[PATH] = swift.objects.pop(PATH)  # deleted on the others
+    swift.set_aside_length = length
     resp = call(mass)
     assert (resp.status_int, resp.headers['X-Mass-Cache']) == (404, 'miss')
     assert logger.counters.count('cache.lagging_replica') == \
