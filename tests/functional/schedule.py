@@ -57,7 +57,6 @@ import threading
 import time
 import uuid
 
-import redis
 import requests
 
 from tests.functional.conftest import PROXY, ROOT, Tenant
@@ -68,9 +67,8 @@ from tests.functional.test_faults import AcknowledgedLoad, abort_move, \
 from tests.functional.test_lagging_replica import one_object_server_down, \
     tenant_released
 from tests.functional.test_migrate import command, run_env
-from tests.functional.test_never_stale import PROXY3, loaded_snapshot, \
-    redis_client
-from tests.functional.waiting import until
+from tests.functional.test_never_stale import PROXY3, \
+    restart_from_snapshot
 
 FAULTS = ('lag', 'snapshot', 'reenter', 'migrate')
 VIA = (PROXY, PROXY2, PROXY3)
@@ -209,30 +207,20 @@ class ScheduledLoad(AcknowledgedLoad):
                 self.passed += 1
         super(ScheduledLoad, self).check(name, proxy, floor, ceiling, resp)
 
-    def check_lost(self):
+    def check_lost(self, reads=None):
         """Once every writer stopped: each object through both proxies
         with Mass, and with X-Newest (every replica asked) through the
         proxy without it; a plain read there is Swift's own answer."""
-        self.phase = 'afterwards'
-        h = self.history
-        for name in self.names:
-            with h.lock:
-                floor, ceiling = h.acked[name], h.issued[name]
-            for proxy, headers in [(p, {}) for p in PROXIES] + [
-                    (PROXY3, {'X-Newest': 'true'})]:
-                resp = self.client.request('GET', proxy, name,
-                                           headers=headers)
-                verdict = self.verdict(name, floor, ceiling, resp)
-                if verdict == 'stale' and \
-                        self.metadata_behind(name, floor, resp):
-                    self.behind.append(
-                        self._what(name, proxy, floor, ceiling, resp))
-                elif verdict == 'stale':
-                    self.lost.append(
-                        self._what(name, proxy, floor, ceiling, resp))
-                elif verdict is not None:
-                    getattr(self, verdict).append(
-                        self._what(name, proxy, floor, ceiling, resp))
+        super(ScheduledLoad, self).check_lost(reads or [
+            (p, {}) for p in PROXIES] + [(PROXY3, {'X-Newest': 'true'})])
+
+    def judge_afterwards(self, name, proxy, floor, ceiling, resp):
+        if self.verdict(name, floor, ceiling, resp) == 'stale' and \
+                self.metadata_behind(name, floor, resp):
+            self.behind.append(self._what(name, proxy, floor, ceiling, resp))
+            return
+        super(ScheduledLoad, self).judge_afterwards(
+            name, proxy, floor, ceiling, resp)
 
 
 class Tenants(object):
@@ -273,24 +261,6 @@ class Tenants(object):
                         if listing.status_code == 200 else []:
                     c.request('DELETE', PROXY, obj['name'])
                 c.request('DELETE', PROXY)
-
-
-def restart_redis_from_snapshot(seconds):
-    r = redis_client()
-    directory = r.config_get('dir')['dir']
-    dbfilename = r.config_get('dbfilename')['dbfilename']
-    r.save()
-    time.sleep(seconds)  # writes, and bumps, the snapshot does not have
-    try:
-        r.shutdown(nosave=True)
-    except redis.ConnectionError:
-        pass
-    subprocess.run(['redis-server', '--daemonize', 'yes', '--bind',
-                    '127.0.0.1', '--port', '6379', '--save', '',
-                    '--appendonly', 'no', '--dir', directory,
-                    '--dbfilename', dbfilename], check=True,
-                   stdout=subprocess.DEVNULL)
-    until(loaded_snapshot, 20, 'Redis loaded its snapshot')
 
 
 def reenter(tenants, account, seconds):
@@ -344,7 +314,8 @@ def run_fault(tenants, loads, name, params):
         return 'object server %d down %.1f s' % (params['server'],
                                                  params['seconds'])
     if name == 'snapshot':
-        restart_redis_from_snapshot(params['seconds'])
+        # writes, and bumps, the snapshot does not have meanwhile
+        restart_from_snapshot(lambda: time.sleep(params['seconds']))
         return 'restarted from a snapshot %.1f s old' % params['seconds']
     account = tenants.accounts[params['tenant']]
     if name == 'reenter':

@@ -220,25 +220,31 @@ class AcknowledgedLoad(Load):
             '%s: %r; writes %r' % (label, what, self.history_of(what))
             for label, bad in kinds for what in bad[:5])
 
-    def check_lost(self):
+    def check_lost(self, reads=None):
         """Once every writer stopped: each object through every proxy,
-        and with X-Newest through Swift alone (every replica asked)."""
+        and with X-Newest through Swift alone (every replica asked);
+        ``reads``: other ``(proxy, headers)`` to read it with."""
         self.phase = 'afterwards'
         h = self.history
+        if reads is None:
+            reads = [(p, {}) for p in VIA] + [
+                (PROXY3, {'X-Newest': 'true'})]
         for name in self.names:
             with h.lock:
                 floor, ceiling = h.acked[name], h.issued[name]
-            for proxy, headers in [(p, {}) for p in VIA] + [
-                    (PROXY3, {'X-Newest': 'true'})]:
+            for proxy, headers in reads:
                 resp = self.client.request('GET', proxy, name,
                                            headers=headers)
-                verdict = self.verdict(name, floor, ceiling, resp)
-                if verdict == 'stale':
-                    self.lost.append(
-                        self._what(name, proxy, floor, ceiling, resp))
-                elif verdict is not None:
-                    getattr(self, verdict).append(
-                        self._what(name, proxy, floor, ceiling, resp))
+                self.judge_afterwards(name, proxy, floor, ceiling, resp)
+
+    def judge_afterwards(self, name, proxy, floor, ceiling, resp):
+        """A read of :meth:`check_lost`: a stale one lost a write."""
+        verdict = self.verdict(name, floor, ceiling, resp)
+        if verdict == 'stale':
+            self.lost.append(self._what(name, proxy, floor, ceiling, resp))
+        elif verdict is not None:
+            getattr(self, verdict).append(
+                self._what(name, proxy, floor, ceiling, resp))
 
 
 def hits_through_both(load, more, limit):

@@ -30,7 +30,6 @@ import subprocess
 import uuid
 
 import pytest
-import redis
 
 from swift.common import direct_client
 from swift.common.storage_policy import POLICIES
@@ -38,8 +37,8 @@ from swift.common.storage_policy import POLICIES
 from tests.functional.test_cache import PROXIES, PROXY, PROXY2, Client, \
     admin, generations_trusted, pin, proxies_redis, \
     tenant_trusted, wait_for_method  # noqa: F401 (fixtures)
-from tests.functional.test_never_stale import PROXY3, loaded_snapshot, \
-    redis_client
+from tests.functional.test_never_stale import PROXY3, \
+    restart_from_snapshot
 from tests.functional.waiting import until
 
 # the object server stopped during v2's PUTs (tools/saio: sdb4 on
@@ -202,21 +201,7 @@ def test_a_write_whose_record_redis_lost_is_seen(lagging):
     pin(lagging.account, 'cache')
     wait_for_method(lagging.client, 'cache')
     lagging.cache_v1()
-    r = redis_client()
-    directory = r.config_get('dir')['dir']
-    dbfilename = r.config_get('dbfilename')['dbfilename']
-    r.save()
-    lagging.write_v2()
-    try:
-        r.shutdown(nosave=True)
-    except redis.ConnectionError:
-        pass
-    subprocess.run(['redis-server', '--daemonize', 'yes', '--bind',
-                    '127.0.0.1', '--port', '6379', '--save', '',
-                    '--appendonly', 'no', '--dir', directory,
-                    '--dbfilename', dbfilename], check=True,
-                   stdout=subprocess.DEVNULL)
-    until(loaded_snapshot, 20, 'Redis loaded its snapshot')
+    restart_from_snapshot(lagging.write_v2)
     generations_trusted(lagging.store)
     tenant_trusted(lagging.account)
     lagging.read_everywhere('Redis restarted from a snapshot')

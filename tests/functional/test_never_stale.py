@@ -87,6 +87,27 @@ def loaded_snapshot():
         return False
 
 
+def restart_from_snapshot(meanwhile):
+    """Redis saves a snapshot, ``meanwhile()`` runs (the writes the
+    snapshot does not have), and Redis is restarted from the snapshot: it
+    went back in time."""
+    r = redis_client()
+    directory = r.config_get('dir')['dir']
+    dbfilename = r.config_get('dbfilename')['dbfilename']
+    r.save()
+    meanwhile()
+    try:
+        r.shutdown(nosave=True)
+    except redis.ConnectionError:
+        pass
+    subprocess.run(['redis-server', '--daemonize', 'yes', '--bind',
+                    '127.0.0.1', '--port', '6379', '--save', '',
+                    '--appendonly', 'no', '--dir', directory,
+                    '--dbfilename', dbfilename], check=True,
+                   stdout=subprocess.DEVNULL)
+    until(loaded_snapshot, 20, 'Redis loaded its snapshot')
+
+
 def ensure_redis():
     try:
         redis_client().ping()
@@ -101,22 +122,13 @@ def test_a_restart_from_its_own_snapshot_serves_nothing_stale(client):  # noqa: 
     load = load_through_two_proxies(client)
     try:
         wait_hits(load, 200)
-        r = redis_client()
-        directory = r.config_get('dir')['dir']
-        dbfilename = r.config_get('dbfilename')['dbfilename']
-        r.save()
-        time.sleep(2)  # writes the snapshot does not have
-        before = hits(load)
-        try:
-            r.shutdown(nosave=True)
-        except redis.ConnectionError:
-            pass
-        subprocess.run(['redis-server', '--daemonize', 'yes', '--bind',
-                        '127.0.0.1', '--port', '6379', '--save', '',
-                        '--appendonly', 'no', '--dir', directory,
-                        '--dbfilename', dbfilename], check=True,
-                       stdout=subprocess.DEVNULL)
-        until(loaded_snapshot, 20, 'Redis loaded its snapshot')
+        counted = {}
+
+        def writes_the_snapshot_lacks():
+            time.sleep(2)
+            counted['before'] = hits(load)
+        restart_from_snapshot(writes_the_snapshot_lacks)
+        before = counted['before']
         wait_hits(load, 200)
         print('hits before the restart %d, after it %d'
               % (before, hits(load) - before))
