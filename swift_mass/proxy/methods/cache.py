@@ -98,10 +98,10 @@ CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
 # too large...), remembered with their generation so that their reads skip
 # the body store's round trip until someone writes them.
 UNCACHEABLE_MEMO = 10000
-# How many plain reads a miss makes at most while a replica that missed a
-# DELETE answers (CacheMethod._past_deleted): Swift picks the replica it
-# reads first at random, so one of three that lags answers all of them with
-# a chance of 1 in 3 ** DELETED_READS.
+# How many plain reads a miss makes at most while replicas that missed a
+# DELETE answer (CacheMethod._past_deleted) before it answers 404 itself:
+# Swift picks the replica it reads first at random, so a tombstone is met
+# sooner or later, and a few reads bound what that costs.
 DELETED_READS = 4
 
 # Backend headers a request may carry on a hit: Mass's own tags, and the
@@ -414,8 +414,9 @@ class CacheMethod(base.Method):
             # Swift's X-Newest read that meets a DELETE newer than some
             # replica's version answers 200 with no body and the deleted
             # version's ETag (its best_response, once the newer tombstone
-            # set the 200s aside): the client gets the read as Swift alone
-            # would have sent it, and nothing is cached.
+            # set the 200s aside): the object is deleted; the client gets
+            # a plain read's answer past the replicas that missed it, and
+            # nothing is cached.
             close_if_possible(app_iter)
             del env['HTTP_X_NEWEST']
             ctx, app_iter = self._past_deleted(
