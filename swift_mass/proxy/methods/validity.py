@@ -13,8 +13,9 @@
 (:mod:`swift_mass.proxy.methods.cache`, "Generations" and "Without
 generations"): the validity a body is fetched, stored and served under,
 read from the object's generation (:mod:`swift_mass.generations`) while
-generations can be trusted; without them, a HEAD of the object, sent as
-the client, shows whether the cached version is the current one.
+generations can be trusted; without them, a read of the newest replica
+(X-Newest), sent as the client, shows whether the cached version is the
+current one.
 """
 from swift.common.swob import Request
 from swift.common.utils import close_if_possible
