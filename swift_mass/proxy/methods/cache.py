@@ -408,7 +408,7 @@ class CacheMethod(base.Method):
             # that write, and its answer may be cached.
             self._count(env, 'lagging_replica')
             close_if_possible(app_iter)
-            return self._backend_read(env, app, True)
+            return self._backend_read(env, app, True, written)
         if newest and ctx._get_status_int() == 200 and \
                 _set_aside(ctx._response_headers):
             # Swift's X-Newest read that meets a DELETE newer than some
@@ -420,22 +420,27 @@ class CacheMethod(base.Method):
             close_if_possible(app_iter)
             del env['HTTP_X_NEWEST']
             ctx, app_iter = self._past_deleted(
-                env, app, _data_time(ctx._response_headers))
+                env, app, _data_time(ctx._response_headers),
+                None if written is None else written.timestamp)
         return ctx, app_iter, newest
 
-    def _past_deleted(self, env, app, deleted, attempts=DELETED_READS):
-        """A plain read, once X-Newest showed a tombstone newer than data
-        of ``deleted`` (its time) that some replica still holds: Swift
-        answers it from the first replica it reaches, so an answer with
-        data that old is read again, a few times at most (a replica with
-        the tombstone, reached first, answers 404), and then answered as
-        that replica would have: 404."""
+    def _past_deleted(self, env, app, set_aside, recorded=None,
+                      attempts=DELETED_READS):
+        """A plain read, once X-Newest showed a tombstone newer than the
+        data (of time ``set_aside``) some replicas still hold: Swift
+        answers it from the first replica it reaches, so an answer whose
+        data is no newer than that, or older than the last write recorded
+        (``recorded``; the tombstone's time is not in the answer), is read
+        again, a few times at most (a replica with the tombstone, reached
+        first, answers 404), and then answered as that replica would
+        have: 404."""
         for _attempt in range(attempts):
             ctx = WSGIContext(app)
             app_iter = ctx._app_call(env)
-            if deleted is None or ctx._get_status_int() != 200 or \
-                    _data_time(ctx._response_headers) is None or \
-                    _data_time(ctx._response_headers) > deleted:
+            data = _data_time(ctx._response_headers)
+            if ctx._get_status_int() != 200 or data is None or (
+                    (set_aside is None or data > set_aside) and
+                    (recorded is None or data >= recorded)):
                 return ctx, app_iter
             self._count(env, 'lagging_replica')
             close_if_possible(app_iter)

@@ -77,6 +77,9 @@ class Swift(object):
         #: the Content-Length that answer carries once a server counted
         #: its empty body ('0'), with swob's default type; None: none
         self.set_aside_length = None
+        #: the version whose headers that answer carries, by path, where
+        #: it is not the lagging replica's (the first 200 set aside)
+        self.set_aside = {}
 
     def object_requests(self, method=None):
         return [r for r in self.requests if r[1].count('/') == 4 and
@@ -185,8 +188,9 @@ class Swift(object):
             return self.respond(req, self.lagging[req.path])
         if newest and req.method == 'GET' and \
                 req.path in self.lagging and req.path not in self.objects:
-            # the newer tombstone sets the lagging replica's 200 aside
-            return self._best_of_set_aside(req, self.lagging[req.path])
+            # the newer tombstone sets the lagging replicas' 200s aside
+            return self._best_of_set_aside(req, self.set_aside.get(
+                req.path, self.lagging[req.path]))
         if newest and req.method == 'GET' and \
                 req.path in self.deleted_during_newest:
             self.deleted_during_newest.discard(req.path)

@@ -200,6 +200,24 @@ def test_a_replica_that_missed_a_delete_is_read_past(prefix):
     assert logger.counters.count('cache.lagging_replica') == 2
 
 
+def test_a_newer_version_a_delete_replaced_is_read_past_too(prefix):
+    """Two replicas missed a DELETE, each holding another version: Swift's
+    X-Newest answer carries the headers of the older one, and the plain
+    read that reached the newer one served it (soak seed 44): it is older
+    than the DELETE recorded, so it is read past as well."""
+    mass, swift, logger = make(prefix)
+    put(mass, b'v1')
+    v1 = swift.objects[PATH]
+    put(mass, b'v2')
+    swift.lagging[PATH] = swift.objects[PATH]  # one replica has v2...
+    swift.set_aside[PATH] = v1  # ...another v1, whose headers X-Newest sends
+    assert call(mass, method='DELETE').status_int == 204
+    resp = call(mass)
+    assert resp.status_int == 404, resp.body
+    assert logger.counters.count('cache.lagging_replica') == \
+        cache.DELETED_READS
+
+
 def test_a_sealed_fence_needs_no_newest_replica(prefix):
     """The first fill of an object in an era reads the newest replica and
     seals the fence; the writes after it are recorded in the same era, so
