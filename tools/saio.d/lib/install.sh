@@ -100,7 +100,11 @@ ensure_redis() {  # [install]: may apt-get install redis-server
         for _ in 1 2 3; do redis_ok && { say "Redis answers on 127.0.0.1:6379"; return 0; }; sleep 1; done
     fi
     say "starting redis-server on 127.0.0.1:6379"
-    daemon redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null ||
+    # --dir: where a SAVE (the never-stale tests' snapshots) writes its
+    # dump.rdb; the working directory would be a checkout's
+    mkdir -p /var/lib/swift-mass-saio/redis
+    daemon redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+        --dir /var/lib/swift-mass-saio/redis >/dev/null ||
         die "redis-server failed to start"
     answers_within 20 0.5 "Redis on 127.0.0.1:6379" redis_ok
 }
