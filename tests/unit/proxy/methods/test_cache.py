@@ -218,6 +218,27 @@ def test_a_newer_version_a_delete_replaced_is_read_past_too(prefix):
         cache.DELETED_READS
 
 
+def test_a_staged_copy_is_not_read_past(prefix):
+    """During a move, a read of C may find the staged copy of a version
+    whose fence and delete the move recorded (offsets above the copy's):
+    the same version, not one a client's delete replaced."""
+    mass, swift, logger = make(prefix)
+    version = Timestamp.now()
+
+    def staged_copy(env, start_response):
+        start_response('200 OK', [
+            ('Content-Length', '1'), ('X-Backend-Timestamp', Timestamp(
+                version, offset=1).internal),
+            ('X-Backend-Data-Timestamp', Timestamp(
+                version, offset=1).internal)])
+        return [b'x']
+    ctx, body = mass.methods.cache._past_deleted(
+        Request.blank(PATH).environ, staged_copy, version,
+        Timestamp(version, offset=3))
+    assert (ctx._get_status_int(), b''.join(body)) == (200, b'x')
+    assert 'cache.lagging_replica' not in logger.counters
+
+
 def test_a_sealed_fence_needs_no_newest_replica(prefix):
     """The first fill of an object in an era reads the newest replica and
     seals the fence; the writes after it are recorded in the same era, so
