@@ -32,12 +32,16 @@ class Written(collections.namedtuple('Written', 'timestamp sealed data')):
     def covers(self, timestamp, data_timestamp):
         """Whether a version whose metadata and data have these
         timestamps (X-Backend-Timestamp, X-Backend-Data-Timestamp) is no
-        older than the writes recorded."""
+        older than the writes recorded.  By time alone (``raw``): a
+        client's write has a time of its own, and what Swift's and Mass's
+        own processes write again of a version (the copy ``swift-mass
+        migrate`` stages, its fence and delete) keeps the version's time
+        and differs by its offset only."""
         try:
-            if Timestamp(timestamp) < self.timestamp:
+            if Timestamp(timestamp).raw < self.timestamp.raw:
                 return False
             return self.data is None or \
-                Timestamp(data_timestamp or timestamp) >= self.data
+                Timestamp(data_timestamp or timestamp).raw >= self.data.raw
         except (TypeError, ValueError):
             return False
 

@@ -24,13 +24,14 @@ import weakref
 import pytest
 import redis
 from swift.common.swob import str_to_wsgi
+from swift.common.utils import Timestamp
 from redis.crc import key_slot
 from redis.exceptions import RedisClusterException
 
 from swift_mass.control.stores.redis_store import RedisStore
 from swift_mass.generations import object_key
 from swift_mass.generations.publisher import BumpedSetPublisher
-from swift_mass.generations.reader import GenerationReader
+from swift_mass.generations.reader import GenerationReader, Written
 from swift_mass.generations.writer import GenerationWriter
 from swift_mass.proxy.methods.bodies import Entry, RedisBodies
 from swift_mass.redis_client import SENTINEL_HOLD, key_prefix
@@ -723,3 +724,18 @@ def test_a_set_redis_did_not_take_is_no_version():
     assert publisher.publish({'t'}) is None
     [(level, line)] = publisher.generations.logger.lines
     assert level == 'warning' and 'could not publish' in line
+
+
+def test_a_fence_covers_a_version_rewritten_with_another_offset():
+    """A read during a move found the staged copy (its version's time,
+    offset 1) older than the move's own fence and delete (offsets 2, 3):
+    it read X-Newest again and lost the race with the move's cleanup, a
+    404 for an object that exists."""
+    version = Timestamp.now()
+    moved = Timestamp(version, offset=3)
+    fence = Written(moved, True, moved)
+    staged = Timestamp(version, offset=1).internal
+    assert fence.covers(staged, staged)
+    older = Timestamp(float(version) - 1).internal
+    assert not fence.covers(older, older)
+    assert not fence.covers(staged, older)  # new metadata on older data
