@@ -36,12 +36,13 @@ Every read is judged against the writes acknowledged before it began
 older than one acknowledged), wrong (a version never written) or failed.
 A read Mass passed to Swift untouched (no ``X-Mass-Cache``: the tenant
 was out of the cache) is Swift's own answer, which a lagging replica may
-make old: it is counted, not judged stale.  So is a read whose data is
+make old: it is counted, not judged stale.  So is a miss whose data is
 the current version but whose metadata misses a POST that not every
 replica has applied yet: Swift's X-Newest orders replicas by their data's
-time alone, so neither it nor a HEAD can find the replica that took the
-POST (docs/cache.md says where Mass still refuses such a version); those
-are printed apart ("metadata behind a POST").  Once the writers stopped,
+time alone, and may answer with the replica that missed the POST, as a
+plain read that reaches it does (docs/cache.md: such an answer is never
+cached); those are printed apart ("metadata behind a POST").  A hit
+with such metadata is stale.  Once the writers stopped,
 each object is read through both proxies with Mass and with X-Newest
 through the proxy without it: one that misses an acknowledged write is
 lost.  The proxies' statsd counter ``cache.lagging_replica`` (a miss that
@@ -139,7 +140,7 @@ class LaggingReads(threading.Thread):
 
 class ScheduledLoad(AcknowledgedLoad):
     """AcknowledgedLoad, reading through the proxies with Mass only, and
-    judging only the reads Mass considered; a read whose data is current
+    judging only the reads Mass considered; a miss whose data is current
     but whose metadata misses a POST is counted apart (the module's
     docstring)."""
 
@@ -157,10 +158,11 @@ class ScheduledLoad(AcknowledgedLoad):
         super(ScheduledLoad, self)._write(name, kind, proxy)
 
     def metadata_behind(self, name, floor, resp):
-        """Whether a stale read's data is current, and only its metadata
+        """Whether a stale miss's data is current, and only its metadata
         older than a POST acknowledged before it began."""
-        data = data_version(name, resp.content) \
-            if resp.status_code == 200 else None
+        data = data_version(name, resp.content) if \
+            resp.status_code == 200 and \
+            resp.headers.get('X-Mass-Cache') == 'miss' else None
         if data is None:
             return False
         h = self.history

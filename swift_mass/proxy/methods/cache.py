@@ -25,16 +25,17 @@ Correctness comes first; a stale read is a bug.
   has an object server that bumps them.  A fill reads one replica only
   when the object's recorded write is a fence sealed in the reader's era
   (the same epoch, the same membership of the tenant); else it reads the
-  newest replica (``X-Newest``) and seals the fence with it: a replica
+  newest replica (``X-Newest``), and a HEAD of every primary
+  (:mod:`swift_mass.proxy.methods.replicas`) must show the answer is the
+  newest version before it is cached and seals the fence: a replica
   that missed a write acknowledged earlier never fills the cache
   (docs/cache.md, "Why no fill is older than an acknowledged write").
 * **Without generations** (Redis unreachable or not to be trusted, a
   device without an object server that bumps, or ``store`` is not redis),
-  a hit is served only after a read of the newest replica (an X-Newest
-  GET whose body is not read), sent to the backend with the client's own
-  request environment (so Swift authorises it), answers with the cached
-  body's X-Backend-Timestamp and ETag, and a miss that may be cached reads
-  the newest replica too.
+  a hit is served only after a HEAD of every primary shows the cached
+  version is the newest one, and a miss that may be cached reads the
+  newest replica, and is cached only if those HEADs show it is the
+  newest version.
 * **Authorisation first**: before the cache reads a generation or a body,
   a read passes the check Swift's object controller makes before it
   reads an object: ``swift.authorize`` first as the proxy calls it, then,
@@ -64,9 +65,11 @@ Correctness comes first; a stale read is a bug.
 Responses to requests the cache considered carry ``X-Mass-Cache: hit`` or
 ``miss``; statsd counters ``cache.hit``, ``cache.miss``, ``cache.stored``,
 ``cache.stale``, ``cache.denied``, ``cache.validated``,
-``cache.backend_errors``, ``cache.backend_skipped``, and
+``cache.backend_errors``, ``cache.backend_skipped``,
 ``cache.lagging_replica`` (a miss that reached a replica older than the
-object's fence, and read the newest one instead).
+object's fence, and read another one instead), and ``cache.not_newest``
+(a newest read's answer that the primaries did not show to be the
+newest version: not cached).
 """
 import time
 
@@ -76,9 +79,7 @@ from swift.common.http import is_success
 from swift.common.memcached import load_memcache
 from swift.common.request_helpers import get_sys_meta_prefix
 from swift.common.constraints import check_utf8
-from swift.common.swob import HTTPNotFound, Request, wsgi_to_str
-from swift.common.utils import Timestamp, close_if_possible, md5
-from swift.common.wsgi import WSGIContext
+from swift.common.swob import Request, wsgi_to_str
 from swift.proxy.controllers.base import get_container_info
 
 from swift_mass import metrics, tags
@@ -90,6 +91,9 @@ from swift_mass.proxy.methods.bodies import MemcacheBodies, RedisBodies, \
     LocalBodies
 from swift_mass.proxy.methods.entries import Entries
 from swift_mass.proxy.methods.hits import Hits
+from swift_mass.proxy.methods import misses
+from swift_mass.proxy.methods.misses import MissReads
+from swift_mass.proxy.methods.replicas import Replicas
 from swift_mass.proxy.methods.validity import CONDITIONS, ValidityCheck
 from swift_mass.ring_devices import ring_devices
 
@@ -98,11 +102,6 @@ CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
 # too large...), remembered with their generation so that their reads skip
 # the body store's round trip until someone writes them.
 UNCACHEABLE_MEMO = 10000
-# How many plain reads a miss makes at most while replicas that missed a
-# DELETE answer (CacheMethod._past_deleted) before it answers 404 itself:
-# Swift picks the replica it reads first at random, so a tombstone is met
-# sooner or later, and a few reads bound what that costs.
-DELETED_READS = 4
 
 # Backend headers a request may carry on a hit: Mass's own tags, and the
 # two that only matter for metadata a cached object never has (or that
@@ -223,14 +222,19 @@ class CacheMethod(base.Method):
 
     def __init__(self, app, settings, logger, bodies, generations,
                  clock=time.time, devices=None, local=None,
-                 spawn=eventlet.spawn_n):
+                 spawn=eventlet.spawn_n, replicas=None):
         self.app = app  # the proxy app: its own checks, container info
         self.settings = settings
         self.logger = logger
         self.generations = generations
         self.clock = clock
+        #: what an object's primaries hold, asked of each
+        #: (:class:`~swift_mass.proxy.methods.replicas.Replicas`)
+        self.replicas = replicas
         self.validity_check = ValidityCheck(
-            app, settings, logger, generations, self._count, devices)
+            app, settings, logger, generations, self._count, devices,
+            replicas)
+        self.miss_reads = MissReads(self._count)
         self.entries = Entries(bodies, local, generations,
                                self.validity_check, logger, self._count,
                                spawn)
@@ -279,7 +283,8 @@ class CacheMethod(base.Method):
             local = LocalBodies(settings.local_budget, settings.ttl)
         return cls(app, settings, logger, bodies, generations,
                    devices=lambda: ring_devices(mass_conf.swift_dir),
-                   local=local)
+                   local=local,
+                   replicas=Replicas(app, mass_conf.swift_dir, logger))
 
     def _count(self, env, result):
         """cache.<result>, labeled with the request's class."""
@@ -389,67 +394,6 @@ class CacheMethod(base.Method):
         req.acl = info.get('read_acl')
         return authorize(req)
 
-    def _backend_read(self, env, app, newest, written=None):
-        """The backend's answer to a miss: ``(a WSGIContext that started
-        it, its body, whether it was read from the newest replica)``;
-        from the newest replica (X-Newest) if ``newest``, or if the replica
-        read is older than ``written`` (a sealed :class:`~swift_mass.
-        generations.reader.Written`), and left in ``env`` if it answered
-        so."""
-        if newest:
-            env['HTTP_X_NEWEST'] = 'true'
-        ctx = WSGIContext(app)
-        app_iter = ctx._app_call(env)
-        if not newest and written is not None and written.sealed and \
-                ctx._get_status_int() == 200 and \
-                not written.covers(*_version(ctx._response_headers)):
-            # A replica that missed a write acknowledged before this read
-            # answered: Swift alone would serve it; the newest replica has
-            # that write, and its answer may be cached.
-            self._count(env, 'lagging_replica')
-            close_if_possible(app_iter)
-            return self._backend_read(env, app, True, written)
-        if newest and ctx._get_status_int() == 200 and \
-                _set_aside(ctx._response_headers):
-            # Swift's X-Newest read that meets a DELETE newer than some
-            # replica's version answers 200 with no body and the deleted
-            # version's ETag (its best_response, once the newer tombstone
-            # set the 200s aside): the object is deleted; the client gets
-            # a plain read's answer past the replicas that missed it, and
-            # nothing is cached.
-            close_if_possible(app_iter)
-            del env['HTTP_X_NEWEST']
-            ctx, app_iter = self._past_deleted(
-                env, app, _data_time(ctx._response_headers),
-                None if written is None else written.timestamp)
-        return ctx, app_iter, newest
-
-    def _past_deleted(self, env, app, set_aside, recorded=None,
-                      attempts=DELETED_READS):
-        """A plain read, once X-Newest showed a tombstone newer than the
-        data (of time ``set_aside``) some replicas still hold: Swift
-        answers it from the first replica it reaches, so an answer whose
-        data is no newer than that, or older than the last write recorded
-        (``recorded``; the tombstone's time is not in the answer), is read
-        again, a few times at most (a replica with the tombstone, reached
-        first, answers 404), and then answered as that replica would
-        have: 404."""
-        for _attempt in range(attempts):
-            ctx = WSGIContext(app)
-            app_iter = ctx._app_call(env)
-            data = _data_time(ctx._response_headers)
-            # by time alone (raw): the copy `swift-mass migrate` stages
-            # of a version has that version's time, with an offset below
-            # the move's own fence and delete, which were recorded
-            if ctx._get_status_int() != 200 or data is None or (
-                    (set_aside is None or data > set_aside) and
-                    (recorded is None or data.raw >= recorded.raw)):
-                return ctx, app_iter
-            self._count(env, 'lagging_replica')
-            close_if_possible(app_iter)
-        ctx = WSGIContext(HTTPNotFound(request=Request(env)))
-        return ctx, ctx._app_call(env)
-
     def _plain_get(self, env):
         return env['REQUEST_METHOD'] == 'GET' and \
             not any(name in env for name in CONDITIONS)
@@ -475,7 +419,7 @@ class CacheMethod(base.Method):
         # against it too (ValidityCheck.backend_agrees).
         newest = storing and not self.settings.ttl_only and \
             (written is None or not written.sealed)
-        ctx, app_iter, newest = self._backend_read(
+        ctx, app_iter, newest = self.miss_reads.read(
             env, app, newest, written if storing else None)
         if newest and 'HTTP_X_NEWEST' not in env:
             storing = False  # answered as Swift alone would: see there
@@ -493,50 +437,32 @@ class CacheMethod(base.Method):
                 self._uncacheable[key] = validity
             return app_iter
         entry_headers = dict((k.lower(), v) for k, v in kept)
-        version = _version(kept)
+        version = misses.version(kept)
         if not version[0] or 'etag' not in entry_headers:
             return app_iter
         if written is not None and not written.covers(*version):
             # a replica the last write has not reached answered
             return app_iter
+        return self._collect(env, key, validity, kept, app_iter, length,
+                             version if newest else None)
 
-        newest = version if newest else None
+    def _collect(self, env, key, validity, kept, app_iter, length, newest):
+        """``app_iter``, whose body is cached once it was all sent; if it
+        was read from the newest replica with the version ``newest``, only
+        if every primary shows that version is the newest one: Swift's
+        newest read cannot show the newest metadata (see
+        swift_mass.proxy.methods.replicas).  They are asked while the
+        body is on its way."""
+        shown = None if newest is None else \
+            eventlet.spawn(self.replicas.newest, dict(env))
 
         def store(chunks):
+            if shown is not None:
+                replicas_hold = shown.wait()
+                if replicas_hold is None or \
+                        not replicas_hold.shown_by(*newest):
+                    self._count(env, 'not_newest')
+                    return
             self.entries.store(env, key, validity, kept, chunks, newest)
             self._count(env, 'stored')
         return Collector(app_iter, length, store)
-
-
-# the ETag of an empty body
-EMPTY_ETAG = md5(b'', usedforsecurity=False).hexdigest()
-
-
-def _set_aside(headers):
-    """Whether an X-Newest 200's headers are those Swift answers when a
-    newer tombstone set a quorum of replicas' 200s aside: their ETag and
-    timestamps, with no body (no Content-Length inside the pipeline, 0
-    once a server counted it)."""
-    length = base.content_length(headers)
-    if length is None:
-        return True
-    etag = dict((k.lower(), v) for k, v in headers).get('etag', '')
-    return length == 0 and etag.strip('"') not in ('', EMPTY_ETAG)
-
-
-def _data_time(headers):
-    """The Timestamp of a response's data (X-Backend-Data-Timestamp, or
-    X-Backend-Timestamp without it), or None."""
-    timestamp, data = _version(headers)
-    try:
-        return Timestamp(data or timestamp)
-    except (TypeError, ValueError):
-        return None
-
-
-def _version(headers):
-    """``(X-Backend-Timestamp, X-Backend-Data-Timestamp)`` of a
-    response's headers (a list of pairs): its metadata's and data's."""
-    found = dict((k.lower(), v) for k, v in headers)
-    return (found.get('x-backend-timestamp'),
-            found.get('x-backend-data-timestamp'))

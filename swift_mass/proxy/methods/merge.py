@@ -31,7 +31,9 @@
   bytes) has succeeded, its body is put into the cache with the headers of
   a HEAD of the object (Mass's own, right of auth), if that HEAD shows this
   very write (its X-Timestamp and the body's MD5) and the object's
-  generation did not change meanwhile; the same rules as any other fill.
+  generation did not change meanwhile; the same rules as any other fill
+  (without a fence sealed in the reader's era, a HEAD of every primary
+  must show this write is the newest).
   It is done in a green thread of its own once the PUT's answer is
   closed: the client never waits for it.
 * Reads also use the cache, as the ``cache`` method does.
@@ -281,12 +283,6 @@ class MergeMethod(base.Method):
             # a later write was acknowledged (and recorded) first
             return
         sealed = recorded is not None and recorded.sealed
-        if not sealed:
-            # No fence sealed in this era: a later write acknowledged
-            # before this read may be missing from the replica a HEAD
-            # reaches, so only the newest replica can show this PUT is
-            # the current version, and its answer seals the fence.
-            head_env = dict(head_env, HTTP_X_NEWEST='true')
         try:
             resp = Request.blank(wsgi_quote(head_env['PATH_INFO']),
                                  environ=head_env).get_response(self.cache.app)
@@ -303,7 +299,19 @@ class MergeMethod(base.Method):
         kept = cacheable_headers(resp.headers.items())
         if kept is None:
             return
-        newest = None if sealed else (written, written)
+        newest = None
+        if not sealed:
+            # No fence sealed in this era: a later write acknowledged
+            # before this one ran may be missing from the replica the
+            # HEAD reached, so every primary must show this PUT is the
+            # current version (not Swift's newest read, which may answer
+            # with a replica that missed a POST: see
+            # swift_mass.proxy.methods.replicas); that seals the fence.
+            replicas_hold = self.cache.replicas.newest(head_env)
+            if replicas_hold is None or \
+                    not replicas_hold.shown_by(written, written):
+                return
+            newest = (written, written)
         if self.cache.fill(head_env, key, validity, kept, body, newest):
             # the HEAD's environ is Mass's own, without the policy
             _count(self.logger, entry, 'written_through')

@@ -13,13 +13,9 @@
 (:mod:`swift_mass.proxy.methods.cache`, "Generations" and "Without
 generations"): the validity a body is fetched, stored and served under,
 read from the object's generation (:mod:`swift_mass.generations`) while
-generations can be trusted; without them, a read of the newest replica
-(X-Newest), sent as the client, shows whether the cached version is the
-current one.
+generations can be trusted; without them, a HEAD of every primary shows
+whether the cached version is the current one.
 """
-from swift.common.swob import Request
-from swift.common.utils import close_if_possible
-
 from swift_mass.proxy.methods import base
 
 # Request headers that make an answer other than the whole object.
@@ -37,7 +33,7 @@ class ValidityCheck(object):
     """
 
     def __init__(self, app, settings, logger, generations, count,
-                 devices=None):
+                 devices=None, replicas=None):
         self.app = app  # the proxy app: validation reads
         self.settings = settings
         self.logger = logger
@@ -47,6 +43,9 @@ class ValidityCheck(object):
         #: needs an object server that bumps generations (a benchmark or a
         #: test sets its own here)
         self.devices = devices
+        #: what an object's primaries hold (validation without
+        #: generations: :meth:`backend_agrees`)
+        self.replicas = replicas
 
     def read(self, env, key):
         """``(validity, write_timestamp)`` of the object ``env`` reads
@@ -87,32 +86,20 @@ class ValidityCheck(object):
             key, base.object_path(env)[0], validity, *newest)
 
     def backend_agrees(self, env, entry):
-        """The newest replica (X-Newest), read as the client (the proxy
-        authorises it), shows the cached version: same X-Backend-Timestamp
-        and ETag.  With no generation to tell, a replica that missed a
-        write acknowledged before may be the one a plain read reaches, and
-        would vouch for the version it replaced.  A GET whose body is not
-        read, whose length and type must match the cached body's too:
-        where a newer tombstone sets a quorum of replicas' answers aside,
-        Swift's X-Newest answers 200 with their ETag and timestamps but no
-        body (no Content-Length, or 0 once a server counted it) and swob's
-        default type (see CacheMethod._backend_read)."""
-        check_env = {k: v for k, v in env.items()
-                     if k not in CONDITIONS and k != 'wsgi.input'}
-        check_env.update({'REQUEST_METHOD': 'GET', 'swift.source': 'MASS',
-                          'CONTENT_LENGTH': '0', 'HTTP_X_NEWEST': 'true'})
-        check_env.pop('swob.ACL', None)
+        """A HEAD of every primary
+        (:class:`~swift_mass.proxy.methods.replicas.Replicas`) shows the
+        cached version is the newest one: no replica holds newer metadata,
+        data or a newer tombstone.  With no generation to tell, a replica
+        that missed a write acknowledged before may be the one a plain
+        read reaches, and would vouch for the version it replaced; and
+        Swift's newest read (X-Newest) may answer with the older metadata
+        of a replica that missed a POST."""
         try:
-            resp = Request(check_env).get_response(self.app)
+            shown = self.replicas.newest(env)
         except Exception as err:
             self.logger.warning('mass cache: validation read failed: %s',
                                 err)
             return False
-        close_if_possible(resp.app_iter)
-        return (resp.status_int == 200 and
-                resp.headers.get('Content-Length') == str(entry.length) and
-                resp.headers.get('Content-Type') ==
-                entry.header('Content-Type') and
-                resp.headers.get('X-Backend-Timestamp') ==
-                entry.header('X-Backend-Timestamp') and
-                resp.headers.get('ETag') == entry.header('ETag'))
+        return shown is not None and shown.shown_by(
+            entry.header('X-Backend-Timestamp'),
+            entry.header('X-Backend-Data-Timestamp'))

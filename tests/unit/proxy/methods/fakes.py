@@ -80,6 +80,11 @@ class Swift(object):
         #: the version whose headers that answer carries, by path, where
         #: it is not the lagging replica's (the first 200 set aside)
         self.set_aside = {}
+        #: the time of each deleted object's tombstone, by path
+        self.tombstones = {}
+        #: the paths whose primaries Mass asked directly, one per round
+        #: of HEADs (swift_mass.proxy.methods.replicas)
+        self.replica_reads = []
 
     def object_requests(self, method=None):
         return [r for r in self.requests if r[1].count('/') == 4 and
@@ -163,6 +168,7 @@ class Swift(object):
 
     def DELETE(self, req):
         req.headers['X-Timestamp'] = Timestamp.now().internal
+        self.tombstones[req.path] = req.headers['X-Timestamp']
         found = self.objects.pop(req.path, None) is not None
         self.bump(req)
         return Response(status=204 if found else 404)
@@ -191,6 +197,14 @@ class Swift(object):
             # the newer tombstone sets the lagging replicas' 200s aside
             return self._best_of_set_aside(req, self.set_aside.get(
                 req.path, self.lagging[req.path]))
+        if newest and req.path in self.lagging and \
+                req.path in self.objects and \
+                self._data_time(self.lagging[req.path]) == \
+                self._data_time(self.objects[req.path]):
+            # Swift orders the replicas by their data's time alone, and of
+            # those with the same data keeps the last to answer: the slow
+            # one, which missed the POST
+            return self.respond(req, self.lagging[req.path])
         if newest and req.method == 'GET' and \
                 req.path in self.deleted_during_newest:
             self.deleted_during_newest.discard(req.path)
@@ -199,6 +213,31 @@ class Swift(object):
                                       method='DELETE'))
             return self._best_of_set_aside(req, obj)
         return self.respond(req, self.objects.get(req.path))
+
+    @staticmethod
+    def _data_time(obj):
+        return obj.get('data_ts', obj['ts'])
+
+    def replica_answers(self, path):
+        """What a HEAD of each of the three primaries of ``path`` answers:
+        the lagging replica's version on the first, if one lags."""
+        def answer(obj):
+            if obj is not None:
+                return 200, self.headers_of(obj)
+            if path in self.tombstones:
+                return 404, {'X-Backend-Timestamp': self.tombstones[path]}
+            return 404, {}
+        current = answer(self.objects.get(path))
+        first = answer(self.lagging[path]) if path in self.lagging \
+            else current
+        return [first, current, current]
+
+    def primary_answers(self, env):
+        """:meth:`swift_mass.proxy.methods.replicas.Replicas.answers` of
+        these object servers."""
+        path = env['PATH_INFO']
+        self.replica_reads.append(path)
+        return self.replica_answers(path)
 
     def _best_of_set_aside(self, req, obj):
         """What Swift's X-Newest GET answers once a newer tombstone set the
@@ -266,6 +305,7 @@ def make(prefix, swift=None, conf=None, store_url=REDIS_URL, pin='cache'):
                                 store=store)
     cache = mass.methods.cache
     cache.validity_check.devices = lambda: {DEVICE}
+    cache.replicas.answers = swift.primary_answers
     if cache.generations is not None:
         # no heartbeat thread: the object servers' registration and a
         # test's calls keep Redis's clock fresh enough

@@ -24,7 +24,7 @@ from swift.common.middleware.crypto import keymaster
 from swift.common.swob import Request
 from swift.common.utils import Timestamp, md5
 
-from swift_mass.proxy.methods import cache
+from swift_mass.proxy.methods import cache, misses
 from swift_mass.proxy.methods.bodies import Entry, LocalBodies
 from swift_mass.generations import object_key
 from swift_mass.control.stores.local import LocalStore
@@ -50,10 +50,6 @@ def client_gets(swift):
     """The object GETs the backend got for clients (not the validation
     reads Mass sends of its own, swift.source MASS)."""
     return [r for r in swift.object_requests('GET') if r[2] != 'MASS']
-
-
-def validation_reads(swift):
-    return [r for r in swift.object_requests('GET') if r[2] == 'MASS']
 
 
 # -- hits and misses ---------------------------------------------------
@@ -215,7 +211,7 @@ def test_a_newer_version_a_delete_replaced_is_read_past_too(prefix):
     resp = call(mass)
     assert resp.status_int == 404, resp.body
     assert logger.counters.count('cache.lagging_replica') == \
-        cache.DELETED_READS
+        misses.LAGGING_READS
 
 
 def test_a_staged_copy_is_not_read_past(prefix):
@@ -232,7 +228,7 @@ def test_a_staged_copy_is_not_read_past(prefix):
             ('X-Backend-Data-Timestamp', Timestamp(
                 version, offset=1).internal)])
         return [b'x']
-    ctx, body = mass.methods.cache._past_deleted(
+    ctx, body = mass.methods.cache.miss_reads.past_deleted(
         Request.blank(PATH).environ, staged_copy, version,
         Timestamp(version, offset=3))
     assert (ctx._get_status_int(), b''.join(body)) == (200, b'x')
@@ -283,6 +279,78 @@ def test_newer_metadata_on_older_data_is_not_the_current_version(prefix):
         [(b'v2', 'miss'), (b'v2', 'hit')]
     assert newest_flags(swift) == [None, 'true']
     assert logger.counters.count('cache.lagging_replica') == 1
+
+
+def behind_a_post(swift, path=PATH):
+    """A POST to ``path`` that one replica missed: it keeps the data and
+    the older metadata (a replica the newest read keeps, since Swift
+    orders replicas by their data's time alone)."""
+    before = dict(swift.objects[path])
+    resp = Request.blank(path, method='POST', headers={
+        'X-Object-Meta-K': 'new'}).get_response(swift)
+    assert resp.status_int == 202
+    swift.lagging[path] = dict(before, data_ts=before.get(
+        'data_ts', before['ts']))
+
+
+def test_a_newest_read_that_keeps_a_replica_behind_a_post_is_read_past(
+        prefix):
+    """A miss that reached a replica which missed a POST read the newest
+    replica, and Swift's newest read kept that same replica (the data of
+    all three has the same time): the old metadata was served after the
+    POST was acknowledged (a CI run of test_merge saw it).  Plain reads
+    reach another replica; the one that shows the fence is cached."""
+    mass, swift, logger = make(prefix)
+    put(mass, b'v1')
+    cached(mass, swift)  # the fence is sealed
+    resp = call(mass, method='POST', headers={'X-Object-Meta-K': 'new'})
+    assert resp.status_int == 202
+    swift.lagging[PATH] = dict(swift.objects[PATH], ts=swift.objects[PATH][
+        'data_ts'], headers={})
+    swift.lagging_reads[PATH] = 1  # the next plain read reaches it
+    del swift.requests[:]
+    reads = [call(mass) for _ in range(2)]
+    assert [(r.headers.get('X-Object-Meta-K'), r.headers['X-Mass-Cache'])
+            for r in reads] == [('new', 'miss'), ('new', 'hit')]
+    assert newest_flags(swift) == [None, 'true', None]
+    assert logger.counters.count('cache.lagging_replica') == 2
+
+
+def test_a_newest_read_behind_a_post_never_fills_the_cache(prefix):
+    """No fence sealed in this era (the POST was made while the tenant was
+    out of the cache): the fill read the newest replica, which Swift chose
+    by data time alone, and cached the metadata a POST acknowledged
+    before had replaced, served by every proxy as a hit.  The primaries'
+    own answers show a newer metadata time: nothing is cached."""
+    mass, swift, logger = make(prefix)
+    put(mass, b'v1')
+    cached(mass, swift)
+    leave_and_reenter(mass, swift, lambda: behind_a_post(swift))
+    del swift.requests[:]
+    reads = [call(mass) for _ in range(2)]
+    assert [r.headers['X-Mass-Cache'] for r in reads] == ['miss', 'miss']
+    assert logger.counters.count('cache.not_newest') == 2
+    # once the replica took the POST, the fill is shown and cached
+    del swift.lagging[PATH]
+    reads = [call(mass) for _ in range(2)]
+    assert [(r.headers.get('X-Object-Meta-K'), r.headers['X-Mass-Cache'])
+            for r in reads] == [('new', 'miss'), ('new', 'hit')]
+
+
+def test_without_generations_a_replica_behind_a_post_vouches_for_nothing(
+        prefix):
+    """With Redis down, a hit was validated by Swift's newest read, which
+    may keep a replica that missed a POST (the same data time): it
+    vouched for the cached metadata that POST replaced."""
+    swift = Swift()
+    mass, _, logger = make(prefix, swift, store_url=DOWN_REDIS_URL,
+                           conf={'cache_backend': 'local'})
+    swift.write(PATH, b'v1')
+    cached(mass, swift)
+    behind_a_post(swift)
+    resp = call(mass)
+    assert resp.headers['X-Mass-Cache'] == 'miss'
+    assert 'cache.stale' in logger.counters
 
 
 def leave_and_reenter(mass, swift, while_out):
@@ -719,17 +787,17 @@ def test_fetch_answers_a_miss_and_fills_the_cache(prefix):
 # -- without generations: backend validation --------------------------
 
 
-def test_store_down_hits_are_validated_by_a_read_as_the_client(prefix):
+def test_store_down_hits_are_validated_by_every_primary(prefix):
     swift = Swift()
     mass, _, logger = make(prefix, swift, store_url=DOWN_REDIS_URL,
                            conf={'cache_backend': 'local'})
     swift.write(PATH, BODY)
     first, second = cached(mass, swift, headers={'X-Auth-Token': 'tk'})
     assert second.body == BODY
-    (method, path, source, headers), = validation_reads(swift)
-    assert (method, path, source) == ('GET', PATH, 'MASS')
-    assert headers['X-Auth-Token'] == 'tk'
-    assert headers['X-Newest'] == 'true'
+    # the fill's newest read, then the primaries asked: for the fill, and
+    # for the hit
+    assert [r[3].get('X-Newest') for r in client_gets(swift)] == ['true']
+    assert swift.replica_reads == [PATH, PATH]
     assert 'cache.validated' in logger.counters
     # a write Mass never saw (no bump): the HEAD shows it
     swift.write(PATH, b'changed behind its back')
@@ -772,11 +840,12 @@ def test_without_generations_a_delete_most_replicas_missed_is_seen(
     swift.write(PATH, b'v1')
     cached(mass, swift)
     swift.lagging[PATH] = swift.objects.pop(PATH)  # deleted on the others
+    swift.tombstones[PATH] = Timestamp.now().internal
     swift.set_aside_length = length
     resp = call(mass)
     assert (resp.status_int, resp.headers['X-Mass-Cache']) == (404, 'miss')
     assert logger.counters.count('cache.lagging_replica') == \
-        cache.DELETED_READS
+        misses.LAGGING_READS
 
 
 @pytest.mark.parametrize('down_url', [DOWN_REDIS_URL, DOWN_CLUSTER_URL])
@@ -792,11 +861,10 @@ def test_a_proxy_whose_redis_is_down_from_the_start_serves_every_request(
     put(mass, b'written')
     resp = call(mass)
     assert (resp.status_int, resp.body) == (200, b'written')
-    # every read reached the object servers: the worker's copy is served
-    # only after a read of its own agreed (the last one found it stale
-    # and fetched the new body)
-    assert (len(client_gets(swift)), len(validation_reads(swift))) == \
-        (2, 3)
+    # every read asked the primaries: the worker's copy is served only
+    # after they showed it is the newest version (the last time, they did
+    # not, and the new body was fetched); each fill was shown too
+    assert (len(client_gets(swift)), len(swift.replica_reads)) == (2, 5)
     assert any('Redis unavailable' in line for _, line in logger.lines)
 
 

@@ -284,19 +284,20 @@ def test_a_write_through_overtaken_by_a_recorded_write_fills_nothing(
     assert call(mass).body == b'v3'
 
 
-def test_a_write_through_without_a_sealed_fence_asks_the_newest_replica(
+def test_a_write_through_without_a_sealed_fence_asks_every_primary(
         prefix):
     """With no fence sealed in this era, a HEAD of one replica cannot show
-    the PUT is the newest version; X-Newest can, and seals the fence."""
+    the PUT is the newest version; a HEAD of every primary can, and seals
+    the fence."""
     mass, swift, logger = merged(prefix, delay=0)
     put(mass, b'v1')
-    [head] = swift.object_requests('HEAD')
-    assert head[3].get('X-Newest') == 'true'
+    assert swift.replica_reads == [PATH]
     assert 'merge.written_through' in logger.counters
-    del swift.requests[:]
+    del swift.requests[:], swift.replica_reads[:]
     put(mass, b'v2')  # the fence is sealed now: one replica is asked
     [head] = swift.object_requests('HEAD')
     assert head[3].get('X-Newest') is None
+    assert swift.replica_reads == []
     assert logger.counters.count('merge.written_through') == 2
     assert call(mass).headers['X-Mass-Cache'] == 'hit'
 
