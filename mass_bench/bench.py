@@ -17,6 +17,10 @@ Modes, all on the same cluster:
 
 * ``default``: Mass is not in the pipelines (``tools/saio pipeline
   without``): Swift as it is;
+* ``placed``: Swift as it is, with each tenant's containers created on
+  the storage policy ``static`` routes it to (``X-Storage-Policy``, as an
+  operator sets it by hand: ``mass_bench.placement``); ``--base placed``
+  compares Mass with what an operator runs instead;
 * ``static``: Mass in the pipelines, every tenant pinned by hand to the
   class its workload is meant to have (the Crystal-like manual assignment);
 * ``mass``: Mass in the pipelines, no pins: the control loop decides;
@@ -96,13 +100,15 @@ import threading
 import time
 import urllib.parse
 
-from mass_bench import clients, policy_table, report, resources, rings, \
-    summary, workloads
+from mass_bench import clients, placement, policy_table, report, \
+    resources, rings, summary, workloads
 from mass_bench.ratios import abba
 from swift_mass.conf import SECTION, QueueConf
 from swift_mass.shared_store import shared_store
 
-MODES = ('default', 'static', 'mass')
+MODES = ('default', 'placed', 'static', 'mass')
+# the modes that run without Mass in the pipelines
+WITHOUT_MASS = ('default', 'placed')
 DEFAULT_TENANTS = ('photos:web:web=A', 'dbdump:dump:dump=B',
                    'backup:job:job=C')
 PROXY_CONF = '/etc/swift/proxy-server.conf'
@@ -243,6 +249,9 @@ class Bench(object):
         # {tenant label: the storage policy of its container this run}
         self.container_policies = {}
         self.pipeline = None  # 'with' or 'without' once switched
+        # {tenant label: its containers' policy in placed, '' for the
+        # default}, found when placed first runs
+        self.placement = None
         # where the time went: the CPU, the process groups, the hetero
         # profile's devices and the commands of the proxies' Redis
         self.sampler = sampler or resources.Sampler(
@@ -292,9 +301,15 @@ class Bench(object):
         self.mode = mode
 
     def _switch(self, mode):
-        want = 'without' if mode == 'default' else 'with'
+        want = 'without' if mode in WITHOUT_MASS else 'with'
         if self.pipeline != want:
             self._pipeline(want)
+        if mode == 'placed' and self.placement is None:
+            self.placement = placement.placed_policies(
+                self.tenants, placement.class_substores(self.conf))
+            self.progress('placed: %s' % ', '.join(
+                '%s on %s' % (label, policy or 'the default policy')
+                for label, policy in sorted(self.placement.items())))
         if mode == 'static':
             store = self._store()
             for tenant in self.tenants:
@@ -342,8 +357,11 @@ class Bench(object):
         the workload's starting objects."""
         headers = {'X-Auth-Token': tenant.token}
         create = dict(headers)
-        if workload.policy:
-            create['X-Storage-Policy'] = workload.policy
+        policy = workload.policy
+        if self.base_mode == 'placed':
+            policy = self.placement.get(tenant.label)
+        if policy:
+            create['X-Storage-Policy'] = policy
         conn = clients.Connection(tenant.url)
         status, _, _ = conn.request('PUT', '/' + container, create)
         if status // 100 != 2:
@@ -773,6 +791,7 @@ def main(argv=None):
                               'workload': _workload_dict(t.workload)}
                     for t in tenants},
         'modes': modes, 'staged': args.staged,
+        'placement': bench.placement,
         'ring_variants': {
             name: {'mode': v.mode, 'policy': v.policy,
                    'shares': list(v.shares),

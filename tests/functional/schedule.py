@@ -158,11 +158,13 @@ class ScheduledLoad(AcknowledgedLoad):
         super(ScheduledLoad, self)._write(name, kind, proxy)
 
     def metadata_behind(self, name, floor, resp):
-        """Whether a stale miss's data is current, and only its metadata
-        older than a POST acknowledged before it began."""
+        """Whether a stale read that is not a hit (a miss, or Swift's own
+        answer: the X-Newest read afterwards through the proxy without
+        Mass) has current data, and only its metadata older than a POST
+        acknowledged before it began."""
         data = data_version(name, resp.content) if \
             resp.status_code == 200 and \
-            resp.headers.get('X-Mass-Cache') == 'miss' else None
+            resp.headers.get('X-Mass-Cache') != 'hit' else None
         if data is None:
             return False
         h = self.history
@@ -278,7 +280,10 @@ def reenter(tenants, account, seconds):
 def migrate(tenants, account):
     """A move to the other policy; a run that fails (a client keeps
     writing an object) is aborted, as an operator would."""
-    target = [p for p in POLICIES if p != tenants.policy(account)][0]
+    # asked once: a container server that missed the last move's
+    # recreation answers the policy before it
+    current = tenants.policy(account)
+    target = [p for p in POLICIES if p != current][0]
     moved = subprocess.run(
         command('run', account, CONTAINER, '--policy', target,
                 '--settle', '2', '--lock-ttl', '6'),

@@ -101,12 +101,21 @@ def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):
         '--cycles', '1', '--seconds', str(SECONDS), '--settle', '1'])
     bad = [(path, n) for path, n in numbers(result) if not math.isfinite(n)]
     assert bad == []
-    assert result['modes'] == ['default', 'static', 'mass']
+    assert result['modes'] == ['default', 'placed', 'static', 'mass']
     # one cycle: each mode once, and default a second time (A/A control)
     assert [(r['mode'], r['control'], r['mass_in_pipeline'], r['settle'])
             for r in result['runs']] == [
         ('default', False, False, 1.0), ('default', True, False, 1.0),
-        ('static', False, True, 1.0), ('mass', False, True, 1.0)]
+        ('placed', False, False, 1.0), ('static', False, True, 1.0),
+        ('mass', False, True, 1.0)]
+    # placed: Swift alone, each tenant's containers where static routes
+    # it (the SAIO's proxies send readers to fast, writers to bulk)
+    runs = {r['mode']: r for r in result['runs'] if not r['control']}
+    assert result['placement'] == {'photos': 'fast', 'backup': 'bulk'}
+    for label in ('photos', 'backup'):
+        assert runs['placed']['tenants'][label]['container_policy'] == \
+            runs['static']['tenants'][label]['container_policy'] == \
+            (result['placement'][label] or 'standard'), label
     for run in result['runs']:
         check_run(run)
     photos = result['runs'][0]['tenants']['photos']
@@ -118,8 +127,9 @@ def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):
     # the ratios: median, bootstrap interval, A/A spread and verdict
     for label in ('photos', 'backup', '(all)'):
         modes = result['summary'][label]
-        assert set(modes) == {'default', 'static', 'mass', 'control'}
-        for mode in ('static', 'mass'):
+        assert set(modes) == {'default', 'placed', 'static', 'mass',
+                              'control'}
+        for mode in ('placed', 'static', 'mass'):
             ratio = modes[mode]['throughput_ratio']
             assert ratio['cycles']
             assert ratio['interval']['low'] <= ratio['median'] <= \
@@ -131,7 +141,8 @@ def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):
     per_tenant = result['per_tenant']
     assert set(per_tenant) >= {'mass', 'control'}
     assert per_tenant['mass']['throughput_ratio']['median'] > 0
-    assert set(result['costs']) == {'default', 'static', 'mass', 'control'}
+    assert set(result['costs']) == {'default', 'placed', 'static', 'mass',
+                                    'control'}
     # the table
     for text in ('ops/s vs default', 'hit %', 'geo-mean', 'A/A spread',
                  '% of the machine', 'cost per operation',

@@ -68,20 +68,39 @@ class MissReads(object):
                 None if written is None else written.timestamp)
         elif newest and found and written is not None and \
                 not written.covers(*version(ctx._response_headers)):
-            # Swift's newest read orders replicas by their data's time
-            # alone and, of those with the same data, keeps the last to
-            # answer: often the replica slow to take a POST
-            # (swift_mass.proxy.methods.replicas).  Plain reads, as Swift
-            # alone sends them, reach the others; one that shows the
-            # writes of a sealed fence is cached as any plain read is.
-            self.count(env, 'lagging_replica')
-            close_if_possible(app_iter)
-            del env['HTTP_X_NEWEST']
-            ctx, app_iter, _shown = self.read_past(
-                env, app, lambda ctx: written.covers(
-                    *version(ctx._response_headers)))
-            newest = not written.sealed
+            return self.past_older_metadata(env, app, ctx, app_iter,
+                                            written)
         return ctx, app_iter, newest
+
+    def past_older_metadata(self, env, app, ctx, app_iter, written):
+        """Swift's newest read (``ctx``, ``app_iter``) answered with a
+        version older than the fence ``written``: it orders replicas by
+        their data's time alone and, of those with the same data, keeps
+        the last to answer, often the replica slow to take a POST
+        (swift_mass.proxy.methods.replicas).  Plain reads, as Swift alone
+        sends them, reach the others (:meth:`read_past`): the first that
+        shows the fence, with data no older than the newest read's, is
+        answered instead (and, under a sealed fence, cached as any plain
+        read is).  If none does, the newest read's answer, which has the
+        newest data: what Swift's X-Newest serves, not cached.  ``(ctx,
+        app_iter, whether it was read from the newest replica)``."""
+        self.count(env, 'lagging_replica')
+        newest_data = data_time(ctx._response_headers)
+        plain_env = dict(env)
+        del plain_env['HTTP_X_NEWEST']
+
+        def current(plain):
+            data = data_time(plain._response_headers)
+            return plain._get_status_int() == 200 and data is not None and \
+                newest_data is not None and data.raw >= newest_data.raw and \
+                written.covers(*version(plain._response_headers))
+        plain, plain_iter, shown = self.read_past(plain_env, app, current)
+        if not shown:
+            close_if_possible(plain_iter)
+            return ctx, app_iter, True
+        close_if_possible(app_iter)
+        del env['HTTP_X_NEWEST']
+        return plain, plain_iter, not written.sealed
 
     def read_past(self, env, app, current, attempts=LAGGING_READS):
         """Plain reads until one answers ``current(ctx)``: Swift picks the

@@ -330,7 +330,7 @@ def test_tools_bench_runs_outside_the_package_and_apart_from_the_cli(
         text=True, env=dict(os.environ, PYTHONPATH=''))
     assert proc.returncode == 2
     assert proc.stderr == ("tools/bench: --modes: 'default,fast'; allowed: "
-                           "default, static, mass\n")
+                           "default, placed, static, mass\n")
     proc = subprocess.run(
         [sys.executable, '-c', 'import sys, json\n'
          'from mass_bench import bench, plots, workloads\n'
@@ -447,7 +447,8 @@ def test_a_variant_of_an_option_left_to_its_default_is_refused(tmp_path,
             object_conf=str(conf))
     assert bench.main(['--modes', 'default,b', '--variant',
                        'a=mass:adaptive_slots=true']) == 2
-    assert "allowed: default, static, mass, a" in capsys.readouterr().err
+    assert "allowed: default, placed, static, mass, a" in \
+        capsys.readouterr().err
 
 
 def test_starting_objects_go_through_the_seed_proxy():

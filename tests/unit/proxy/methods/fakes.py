@@ -80,6 +80,10 @@ class Swift(object):
         #: the version whose headers that answer carries, by path, where
         #: it is not the lagging replica's (the first 200 set aside)
         self.set_aside = {}
+        #: the version Swift's X-Newest GET answers with, by path, where
+        #: it keeps a replica behind a POST (of the replicas with the
+        #: newest data, the last to answer) other than the lagging one
+        self.newest_kept = {}
         #: the time of each deleted object's tombstone, by path
         self.tombstones = {}
         #: the paths whose primaries Mass asked directly, one per round
@@ -197,6 +201,8 @@ class Swift(object):
             # the newer tombstone sets the lagging replicas' 200s aside
             return self._best_of_set_aside(req, self.set_aside.get(
                 req.path, self.lagging[req.path]))
+        if newest and req.path in self.newest_kept:
+            return self.respond(req, self.newest_kept[req.path])
         if newest and req.path in self.lagging and \
                 req.path in self.objects and \
                 self._data_time(self.lagging[req.path]) == \

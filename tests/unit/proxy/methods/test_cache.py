@@ -316,6 +316,36 @@ def test_a_newest_read_that_keeps_a_replica_behind_a_post_is_read_past(
     assert logger.counters.count('cache.lagging_replica') == 2
 
 
+def test_no_plain_read_serves_older_data_than_the_newest_read(prefix):
+    """One replica missed a PUT but took the POST after it, another missed
+    the POST: the plain read reached the first (older data), X-Newest kept
+    the second (older metadata), and the plain reads past it reached the
+    first again and again; the last of them was served, with the data the
+    PUT had replaced (soak seed 1).  The newest read's answer, with the
+    newest data, is served instead, as Swift's X-Newest would serve it,
+    and nothing is cached."""
+    mass, swift, logger = make(prefix)
+    put(mass, b'v1')
+    cached(mass, swift)  # the fence is sealed
+    v1 = dict(swift.objects[PATH])
+    put(mass, b'v2')
+    v2 = dict(swift.objects[PATH])
+    resp = call(mass, method='POST', headers={'X-Object-Meta-K': 'new'})
+    assert resp.status_int == 202
+    swift.lagging[PATH] = dict(v1, ts=swift.objects[PATH]['ts'],
+                               data_ts=v1['ts'],
+                               headers={'X-Object-Meta-K': 'new'})
+    swift.lagging_reads[PATH] = 100  # every plain read reaches it
+    swift.newest_kept[PATH] = v2
+    del swift.requests[:]
+    resp = call(mass)
+    assert (resp.body, resp.headers.get('X-Object-Meta-K')) == (b'v2', None)
+    assert newest_flags(swift) == [None, 'true'] + [None] * \
+        misses.LAGGING_READS
+    resp = call(mass)
+    assert (resp.body, resp.headers['X-Mass-Cache']) == (b'v2', 'miss')
+
+
 def test_a_newest_read_behind_a_post_never_fills_the_cache(prefix):
     """No fence sealed in this era (the POST was made while the tenant was
     out of the cache): the fill read the newest replica, which Swift chose
