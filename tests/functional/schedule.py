@@ -30,6 +30,14 @@ seed gives the same faults, with the same parameters, in the same order:
 * ``migrate``: ``swift-mass migrate run`` moves a tenant's container to
   the other of two policies (standard, bulk) while both tenants read (the
   writers pause for the move).
+* ``failover``: Redis fails over to a replica that lagged its master by
+  some seconds of writes (the replica is promoted and put behind the
+  master's address, as Sentinel's promotion and a virtual IP would; not
+  Sentinel itself, which the SAIO runs only in its Sentinel topology),
+  serves for a few seconds, and the SAIO's Redis comes back with what it
+  holds;
+* ``clock``: the machine's wall clock is stepped back or forward by a
+  few seconds, as NTP steps it, and back again.
 
 Every read is judged against the writes acknowledged before it began
 (tests/functional/test_faults.py's AcknowledgedLoad): stale (a version
@@ -51,13 +59,18 @@ never a run that did not meet the fault.
 """
 import collections
 import contextlib
+import os
 import random
+import shutil
+import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
 
+import redis
 import requests
 
 from tests.functional.conftest import PROXY, ROOT, Tenant
@@ -68,10 +81,11 @@ from tests.functional.test_faults import AcknowledgedLoad, abort_move, \
 from tests.functional.test_lagging_replica import one_object_server_down, \
     tenant_released
 from tests.functional.test_migrate import command, run_env
-from tests.functional.test_never_stale import PROXY3, \
-    restart_from_snapshot
+from tests.functional.test_never_stale import PROXY3, answers, \
+    loaded_snapshot, redis_client, replica_in_sync, restart_from_snapshot
+from tests.functional.waiting import until
 
-FAULTS = ('lag', 'snapshot', 'reenter', 'migrate')
+FAULTS = ('lag', 'snapshot', 'reenter', 'migrate', 'failover', 'clock')
 VIA = (PROXY, PROXY2, PROXY3)
 CONTAINER = 'c'
 OBJECTS = 6  # per tenant: a small hot set
@@ -97,6 +111,13 @@ def draw(seed, faults=3):
         elif name == 'reenter':
             params = {'tenant': rng.randint(0, 1),
                       'seconds': round(rng.uniform(1.0, 3.0), 1)}
+        elif name == 'failover':
+            params = {'seconds': round(rng.uniform(0.5, 2.0), 1),
+                      'hold': round(rng.uniform(2.0, 5.0), 1)}
+        elif name == 'clock':
+            params = {'step': rng.choice((-1, 1)) * round(
+                rng.uniform(2.0, 8.0), 1),
+                'seconds': round(rng.uniform(1.0, 3.0), 1)}
         else:
             params = {'tenant': rng.randint(0, 1)}
         params['settle'] = round(rng.uniform(1.0, 3.0), 1)
@@ -267,6 +288,76 @@ class Tenants(object):
                 c.request('DELETE', PROXY)
 
 
+def failover(behind, hold):
+    """Redis fails over to a replica ``behind`` seconds of writes behind
+    its master: a replica of the SAIO's Redis (6380) is stopped (SIGSTOP)
+    while writes go on, the master dies, the replica is promoted
+    (REPLICAOF NO ONE) and a TCP front (socat) sends 127.0.0.1:6379 to it,
+    as Sentinel's promotion and a virtual IP would; it serves for
+    ``hold`` seconds.  Then the SAIO's Redis takes its place again, from a
+    snapshot of what the promoted one holds (a Redis restart of its own:
+    tests/functional/test_never_stale.py's two faults in one)."""
+    master = redis_client()
+    directory = master.config_get('dir')['dir']
+    dbfilename = master.config_get('dbfilename')['dbfilename']
+    workdir = tempfile.mkdtemp(prefix='mass-failover-')
+    replica = subprocess.Popen(
+        ['redis-server', '--port', '6380', '--bind', '127.0.0.1',
+         '--save', '', '--appendonly', 'no', '--dir', workdir,
+         '--replicaof', '127.0.0.1', '6379'], stdout=subprocess.DEVNULL)
+    promoted = redis.Redis(port=6380, socket_timeout=5)
+    front = None
+    try:
+        until(lambda: replica_in_sync(promoted), 30,
+              'the replica in sync with its master')
+        os.kill(replica.pid, signal.SIGSTOP)
+        time.sleep(behind)
+        try:
+            master.shutdown(nosave=True, now=True)
+        except redis.ConnectionError:
+            pass
+        until(lambda: not answers(redis_client()), 10, 'the master gone')
+        os.kill(replica.pid, signal.SIGCONT)
+        promoted.replicaof('NO', 'ONE')
+        front = subprocess.Popen(
+            ['socat', 'TCP-LISTEN:6379,bind=127.0.0.1,reuseaddr,fork',
+             'TCP:127.0.0.1:6380'], stdout=subprocess.DEVNULL,
+            start_new_session=True)
+        until(lambda: answers(redis_client()), 20,
+              'the promoted replica answering on 6379')
+        time.sleep(hold)
+        promoted.save()
+        shutil.copy(os.path.join(workdir, 'dump.rdb'),
+                    os.path.join(directory, dbfilename))
+    finally:
+        if front is not None:
+            os.killpg(front.pid, signal.SIGTERM)
+            front.wait()
+        os.kill(replica.pid, signal.SIGCONT)
+        replica.terminate()
+        replica.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+    subprocess.run(['redis-server', '--daemonize', 'yes', '--bind',
+                    '127.0.0.1', '--port', '6379', '--save', '',
+                    '--appendonly', 'no', '--dir', directory,
+                    '--dbfilename', dbfilename], check=True,
+                   stdout=subprocess.DEVNULL)
+    until(loaded_snapshot, 20, 'Redis loaded the promoted one\'s snapshot')
+
+
+def step_wall_clock(step, seconds):
+    """The machine's wall clock stepped by ``step`` seconds, as NTP steps
+    it, and back after ``seconds`` (of the monotonic clock, which a step
+    leaves alone).  Swift dates writes by it: a write after a step back
+    may be older than one before it, which the object servers refuse
+    (409), as they would without Mass."""
+    time.clock_settime(time.CLOCK_REALTIME, time.time() + step)
+    try:
+        time.sleep(seconds)
+    finally:
+        time.clock_settime(time.CLOCK_REALTIME, time.time() - step)
+
+
 def reenter(tenants, account, seconds):
     client = tenants.client(account)
     pin(account, 'none')
@@ -324,6 +415,14 @@ def run_fault(tenants, loads, name, params):
         # writes, and bumps, the snapshot does not have meanwhile
         restart_from_snapshot(lambda: time.sleep(params['seconds']))
         return 'restarted from a snapshot %.1f s old' % params['seconds']
+    if name == 'failover':
+        failover(params['seconds'], params['hold'])
+        return 'failed over to a replica %.1f s behind, for %.1f s' % (
+            params['seconds'], params['hold'])
+    if name == 'clock':
+        step_wall_clock(params['step'], params['seconds'])
+        return 'wall clock stepped %+.1f s for %.1f s' % (
+            params['step'], params['seconds'])
     account = tenants.accounts[params['tenant']]
     if name == 'reenter':
         reenter(tenants, account, params['seconds'])

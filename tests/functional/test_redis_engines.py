@@ -55,7 +55,8 @@ def engine(request, cluster):
 
 class Writer(threading.Thread):
     """Another tenant's client, writing new objects through 8080 until
-    stopped; every answer but a 201 is kept."""
+    stopped; every answer but a 201 is kept, and each PUT's latency as
+    (start time, seconds)."""
 
     def __init__(self, tenant_url, token, container):
         super(Writer, self).__init__(daemon=True)
@@ -63,11 +64,13 @@ class Writer(threading.Thread):
         self.token = token
         self.stopping = threading.Event()
         self.done, self.failed = 0, []
+        self.latencies = []
 
     def run(self):
         n = 0
         while not self.stopping.is_set():
             n += 1
+            started = time.time()
             try:
                 resp = requests.put('%s/w%05d' % (self.url, n),
                                     data=b'w' * 8192, timeout=20,
@@ -75,10 +78,21 @@ class Writer(threading.Thread):
                 status = resp.status_code
             except requests.RequestException as err:
                 status = repr(err)
+            self.latencies.append((started, time.time() - started))
             if status == 201:
                 self.done += 1
             else:
                 self.failed.append((n, status))
+
+
+def percentiles(latencies, start, end):
+    """``(count, p50 ms, p99 ms)`` of the requests (start time, seconds)
+    that started between ``start`` and ``end``."""
+    ordered = sorted(s for t, s in latencies if start <= t <= end)
+    if not ordered:
+        return 0, 0.0, 0.0
+    return (len(ordered), 1000 * ordered[int(0.5 * (len(ordered) - 1))],
+            1000 * ordered[int(0.99 * (len(ordered) - 1))])
 
 
 def answered(call, attempts=5):
@@ -116,8 +130,10 @@ def test_a_failover_under_load_fails_nothing_and_serves_nothing_stale(
         epoch = answered(lambda: mass_redis.get(prefix + 'epoch'))
         instance = answered(lambda: mass_redis.get(prefix + 'instance'))
         assert epoch and instance
+        stopped = time.time()
         killed = subprocess.run([TOPOLOGY, engine, 'kill-master'],
                                 capture_output=True, text=True, timeout=120)
+        promoted = time.time()
         assert killed.returncode == 0, killed.stdout + killed.stderr
         # sharing resumes on the promoted master
         wait_hits(load, 30, limit=120)
@@ -128,6 +144,19 @@ def test_a_failover_under_load_fails_nothing_and_serves_nothing_stale(
     print('%s: %d hits before the kill; %s; %d writes of the other tenant'
           % (engine, before, killed.stdout.strip().splitlines()[-1],
              writer.done))
+    # what a write waits while the master is down (docs/redis.md): PUTs
+    # started from the kill until a replica was promoted, against the
+    # 10 s before
+    for label, latencies in (
+            ('PUTs through 8080 of a tenant outside the bumped set',
+             writer.latencies),
+            ('the cached tenant\'s writes through 8081',
+             load.write_latencies)):
+        print('%s: master down %.1f s; %s: before %d, p50 %.0f ms, p99 '
+              '%.0f ms; while down %d, p50 %.0f ms, p99 %.0f ms' % (
+                  (engine, promoted - stopped, label) +
+                  percentiles(latencies, stopped - 10, stopped) +
+                  percentiles(latencies, stopped, promoted)))
     assert writer.failed == [], writer.failed[:5]
     assert writer.done > 0
     # the promoted master is another Redis process: every generation the
