@@ -487,6 +487,12 @@ def main():
     parser.add_argument('--hit-cost', action='store_true',
                         help='only the cost of a cache hit of a 512 KiB '
                         'object against a backend GET of it, in-process')
+    parser.add_argument('--fill-cost', action='store_true',
+                        help='only the cost of a cache fill (the first in '
+                        'an era, and one under a sealed fence) against a '
+                        'backend GET and a hit, in-process '
+                        '(mass_bench.fill_cost); --blocks blocks of '
+                        '--block objects')
     parser.add_argument('--count-requests', nargs=2,
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -495,9 +501,20 @@ def main():
         return 0
     store = None
     if not os.environ.get(PINNED_ENV):
-        store = pinned(CACHED if args.hit_cost else NO_METHOD)
+        store = pinned(CACHED if args.hit_cost or args.fill_cost
+                       else NO_METHOD)
         os.environ[PINNED_ENV] = TENANT  # for the children
     try:
+        if args.fill_cost:
+            from mass_bench import fill_cost
+            rows = fill_cost.fill_cost(args.blocks, args.block,
+                                       load_pipelines, redis_calls)
+            result = fill_cost.summarise(rows)
+            print(fill_cost.format_summary(result, args.blocks, args.block))
+            if args.json:
+                with open(args.json, 'w') as fp:
+                    json.dump(dict(result, rows=rows), fp, indent=2)
+            return 0
         if args.hit_cost:
             result = print_hit_cost(hit_cost(args.blocks, args.block),
                                     args.block, args.blocks)
