@@ -111,16 +111,69 @@ def figures_dict(f):
     }
 
 
+# swift-mass status's exit statuses: the monitoring-plugin convention
+# (Nagios, Icinga, Sensu), so that an alert can run it as it is
+OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
+STATES = {OK: 'ok', WARNING: 'warning', CRITICAL: 'critical',
+          UNKNOWN: 'unknown'}
+
+
 def status(args, conf, store, settings):
-    version, table = store.get_table()
-    return {
-        'leader': store.lease_holder(),
-        'store': store.health(),
-        'table_version': version,
-        'tenants': len(table),
-        'pins': len(store.get_pins()),
-        'window_seconds': settings.window,
-    }
+    """The shared store's health, the leader, the policy table's version;
+    ``state`` and ``problems`` say what an alert should (the exit status:
+    :func:`status_exit`)."""
+    health = store.health()
+    result = {'store': health, 'leader': None, 'table_version': None,
+              'tenants': None, 'pins': None,
+              'window_seconds': settings.window}
+    if health['ok']:
+        version, table = store.get_table()
+        result.update(leader=store.lease_holder(), table_version=version,
+                      tenants=len(table), pins=len(store.get_pins()))
+    code, problems = OK, []
+    if not health['ok']:
+        code = CRITICAL
+        problems.append('the shared store (%s) does not answer: %s; the '
+                        'proxies run on their fallback, and their cache '
+                        'trusts no generation' % (health['store'],
+                                                  health['error']))
+    elif result['leader'] is None:
+        code = CRITICAL
+        problems.append('no leader: no proxy worker holds the lease, so '
+                        'nothing classifies tenants or publishes the '
+                        'policy table')
+    elif not result['table_version']:
+        code = WARNING
+        problems.append('the leader has published no policy table yet')
+    result.update(state=STATES[code], problems=problems)
+    return result
+
+
+def status_exit(result):
+    """The exit status of a :func:`status` result."""
+    return {name: code for code, name in STATES.items()}[result['state']]
+
+
+def run_status(args):
+    """``swift-mass status``: as :func:`with_store` prints, with the
+    monitoring-plugin exit statuses: 0 ok, 1 warning (a leader that has
+    published no table yet), 2 critical (the store does not answer, or
+    there is no leader), 3 unknown (``[filter:mass]`` cannot be read)."""
+    try:
+        conf, store, settings = load(args.conf)
+    except ConfigError as err:
+        print('swift-mass: %s' % err, file=sys.stderr)
+        return UNKNOWN
+    except Exception as err:
+        output.failed(err)
+        return CRITICAL
+    try:
+        result = status(args, conf, store, settings)
+    except Exception as err:
+        output.failed(err)
+        return CRITICAL
+    output.show(args, result, fields_text)
+    return status_exit(result)
 
 
 def _figure(name):
@@ -335,7 +388,10 @@ def add_parsers(subparsers):
             args, lambda *loaded: compute(args, *loaded), text))
         return p
 
-    command('status', status, help='leader, store health, table version')
+    p = subparsers.add_parser(
+        'status', help='leader, store health, table version (exit status '
+        '0 ok, 1 warning, 2 critical, 3 unknown: an alert can run it)')
+    p.set_defaults(func=run_status)
     p = command('tenants', tenants, tenants_text,
                 help='each tenant\'s class, substore, method and figures',
                 description='Each tenant of the policy table or with '

@@ -22,6 +22,7 @@ from swift.common.storage_policy import StoragePolicy, \
     StoragePolicyCollection
 
 from swift_mass.cli import control, main as cli
+from swift_mass.conf import ConfigError
 from swift_mass.control.entry import PolicyEntry
 from swift_mass.control.stores.local import LocalStore
 from swift_mass.proxy.conf import MassConf
@@ -68,6 +69,8 @@ def test_pin_unpin_and_status_through_the_store(store, capsys):
     assert store.get_pins() == {'AUTH_a': {'class': 'write',
                                            'method': 'batch'}}
     assert store.loaded == ['p.conf']
+    store.acquire_lease('proxy-1', 60000)
+    store.put_table({})
     status, out, _ = run(capsys, 'status', '--json')
     assert status == 0
     assert (json.loads(out)['pins'], json.loads(out)['window_seconds']) == \
@@ -128,13 +131,16 @@ def test_a_bad_pin_or_config_exits_2_and_a_dead_store_1(store, monkeypatch,
     def broken(conf_path):
         raise OSError('connection refused')
     monkeypatch.setattr(control, 'load', broken)
+    # status speaks the monitoring-plugin convention: critical
     assert run(capsys, 'status') == (
+        2, '', 'swift-mass: OSError: connection refused\n')
+    assert run(capsys, 'tenants') == (
         1, '', 'swift-mass: OSError: connection refused\n')
 
 
 def test_global_options_after_the_subcommand(store, capsys):
     status, out, _ = run(capsys, 'status', '--conf', 'after.conf', '--json')
-    assert status == 0
+    assert status == control.CRITICAL  # no leader
     assert store.loaded == ['after.conf']
     assert json.loads(out)['pins'] == 0
 
@@ -306,3 +312,48 @@ def test_a_non_ascii_account_is_pinned_as_the_proxies_key_it(store, capsys):
     assert [row['tenant'] for row in json.loads(out)] == [u'AUTH_t\u00ebst']
     status, _, _ = run(capsys, 'unpin', u'AUTH_t\u00ebst')
     assert status == 0 and store.get_pins() == {}
+
+
+class DownStore(LocalStore):
+    """A store that does not answer."""
+
+    def health(self):
+        return {'store': 'redis', 'ok': False,
+                'error': 'ConnectionError: connection refused'}
+
+    def get_table(self):
+        raise ConnectionError('connection refused')
+
+
+@pytest.mark.parametrize('state, code', [
+    ('ok', 0), ('no table yet', 1), ('no leader', 2), ('store down', 2)])
+def test_status_exits_as_a_monitoring_plugin(monkeypatch, capsys, state,
+                                             code):
+    local = DownStore() if state == 'store down' else LocalStore()
+    if state in ('ok', 'no table yet'):
+        local.acquire_lease('proxy-1', 60000)
+    if state == 'ok':
+        local.put_table({'AUTH_a': PolicyEntry('read')})
+    monkeypatch.setattr(control, 'load', lambda conf_path: (
+        MassConf({}), local, MassConf({}).control))
+    status, out, err = run(capsys, 'status', '--json')
+    result = json.loads(out)
+    assert (status, result['state']) == (code, control.STATES[code])
+    assert bool(result['problems']) == (code != 0)
+    if state == 'store down':
+        assert result['leader'] is None and result['store']['ok'] is False
+        assert 'does not answer' in result['problems'][0]
+    if state == 'ok':
+        assert (result['leader'], result['tenants']) == ('proxy-1', 1)
+    # the text form says the same
+    status, out, _ = run(capsys, 'status')
+    assert status == code and 'state:' in out
+
+
+def test_status_of_a_bad_config_is_unknown(monkeypatch, capsys):
+    def bad(conf_path):
+        raise ConfigError("[filter:mass] store = 'x' is not valid")
+    monkeypatch.setattr(control, 'load', bad)
+    status, out, err = run(capsys, 'status')
+    assert (status, out) == (control.UNKNOWN, '')
+    assert "store = 'x' is not valid" in err
