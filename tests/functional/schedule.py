@@ -169,6 +169,13 @@ class ScheduledLoad(AcknowledgedLoad):
         super(ScheduledLoad, self).__init__(*args, **kwargs)
         self.passed = 0  # reads Mass passed to Swift untouched
         self.behind = []  # current data, metadata before a POST
+        # data with the metadata of a POST issued before it, across a
+        # step of the wall clock back (Swift orders writes by their
+        # X-Timestamp): what Swift itself serves
+        self.reordered = []
+        # [(issued just before, issued just after)] of each backward step
+        # of the wall clock, {name: version} each
+        self.steps_back = []
         self.writing = threading.Event()
         self.writing.set()
 
@@ -195,13 +202,40 @@ class ScheduledLoad(AcknowledgedLoad):
         return not any(v in acknowledged and kinds[v] in ('PUT', 'DELETE')
                        for v in range(data + 1, floor + 1))
 
+    def issued_now(self):
+        with self.history.lock:
+            return dict(self.history.issued)
+
+    def reordered_by_step(self, name, resp):
+        """Whether a read's data is that of a PUT issued after the wall
+        clock stepped back and its metadata that of a POST issued before:
+        the POST's X-Timestamp is newer, and Swift applies newer metadata
+        to older data (what it serves without Mass too)."""
+        try:
+            meta = int(resp.headers['X-Object-Meta-V'])
+        except (KeyError, ValueError):
+            return False
+        data = data_version(name, resp.content)
+        with self.history.lock:
+            kinds = dict(self.history.ops[name])
+        if data is None or kinds.get(meta) != 'POST' or \
+                kinds.get(data) != 'PUT' or not meta < data:
+            return False
+        return any(meta <= after.get(name, 0) and
+                   data > before.get(name, 0)
+                   for before, after in self.steps_back)
+
     def verdict(self, name, floor, ceiling, resp):
-        """AcknowledgedLoad's, except that a 404 is right as well when a
+        """AcknowledgedLoad's, except that a read reordered by a step of
+        the wall clock back (:meth:`reordered_by_step`) is 'reordered',
+        counted apart, and that a 404 is right as well when a
         DELETE that failed (so may have happened) came after the last PUT
         acknowledged: a POST acknowledged since changed the metadata of
         the replicas that missed that DELETE, and resurrects nothing."""
         verdict = super(ScheduledLoad, self).verdict(
             name, floor, ceiling, resp)
+        if verdict == 'wrong' and self.reordered_by_step(name, resp):
+            return 'reordered'
         if verdict != 'stale' or resp.status_code != 404:
             return verdict
         h = self.history
@@ -345,17 +379,27 @@ def failover(behind, hold):
     until(loaded_snapshot, 20, 'Redis loaded the promoted one\'s snapshot')
 
 
-def step_wall_clock(step, seconds):
+def step_wall_clock(loads, step, seconds):
     """The machine's wall clock stepped by ``step`` seconds, as NTP steps
     it, and back after ``seconds`` (of the monotonic clock, which a step
     leaves alone).  Swift dates writes by it: a write after a step back
     may be older than one before it, which the object servers refuse
-    (409), as they would without Mass."""
-    time.clock_settime(time.CLOCK_REALTIME, time.time() + step)
+    (409; a PUT's 202), as they would without Mass, or, for a PUT older
+    than a POST, take with the POST's newer metadata.  Each step back is
+    marked in the loads (ScheduledLoad.reordered_by_step)."""
+    def stepped(by):
+        before = [load.issued_now() for load in loads]
+        time.clock_settime(time.CLOCK_REALTIME, time.time() + by)
+        if by < 0:
+            # writes already issued may still be on their way
+            time.sleep(0.2)
+            for load, issued in zip(loads, before):
+                load.steps_back.append((issued, load.issued_now()))
+    stepped(step)
     try:
         time.sleep(seconds)
     finally:
-        time.clock_settime(time.CLOCK_REALTIME, time.time() - step)
+        stepped(-step)
 
 
 def reenter(tenants, account, seconds):
@@ -420,7 +464,7 @@ def run_fault(tenants, loads, name, params):
         return 'failed over to a replica %.1f s behind, for %.1f s' % (
             params['seconds'], params['hold'])
     if name == 'clock':
-        step_wall_clock(params['step'], params['seconds'])
+        step_wall_clock(loads, params['step'], params['seconds'])
         return 'wall clock stepped %+.1f s for %.1f s' % (
             params['step'], params['seconds'])
     account = tenants.accounts[params['tenant']]
@@ -441,7 +485,8 @@ def run_fault(tenants, loads, name, params):
 
 Result = collections.namedtuple(
     'Result', 'seed schedule events reads hits passed lagging writes '
-    'acknowledged stale wrong lost failed behind report seconds')
+    'acknowledged stale wrong lost failed behind reordered report '
+    'seconds')
 
 
 def run_schedule(tenants, seed, faults=3):
@@ -489,6 +534,7 @@ def run_schedule(tenants, seed, faults=3):
         sum(len(load.lost) for load in loads),
         sum(len(load.failed) for load in loads),
         sum(len(load.behind) for load in loads),
+        sum(len(load.reordered) for load in loads),
         '\n'.join(load.report() for load in loads
                   if load.stale or load.wrong or load.lost),
         time.time() - started)
@@ -498,25 +544,27 @@ def line(result):
     return ('schedule %d (%.0f s): %s\n  %s\n  %d reads (%d hits, %d passed '
             'to Swift), %d reached a lagging replica; %d writes, %d '
             'acknowledged, %d failed; %d stale, %d wrong, %d lost; %d with '
-            'metadata behind a POST' % (
+            'metadata behind a POST; %d reordered by a clock step' % (
                 result.seed, result.seconds, describe(result.schedule),
                 '; '.join(result.events), result.reads, result.hits,
                 result.passed, result.lagging, result.writes,
                 result.acknowledged, result.failed, result.stale,
-                result.wrong, result.lost, result.behind))
+                result.wrong, result.lost, result.behind,
+                result.reordered))
 
 
 def totals(results):
     keys = ('reads', 'hits', 'passed', 'lagging', 'writes', 'acknowledged',
-            'stale', 'wrong', 'lost', 'failed', 'behind')
+            'stale', 'wrong', 'lost', 'failed', 'behind', 'reordered')
     sums = {key: sum(getattr(r, key) for r in results) for key in keys}
     return ('%d schedules: %d reads (%d hits, %d passed to Swift), %d '
             'reached a lagging replica; %d writes, %d acknowledged; '
-            '%d stale, %d wrong, %d lost; %d with metadata behind a POST' % (
+            '%d stale, %d wrong, %d lost; %d with metadata behind a POST; '
+            '%d reordered by a clock step' % (
                 len(results), sums['reads'], sums['hits'], sums['passed'],
                 sums['lagging'], sums['writes'], sums['acknowledged'],
                 sums['stale'], sums['wrong'], sums['lost'],
-                sums['behind'])), sums
+                sums['behind'], sums['reordered'])), sums
 
 
 def proxies_answer():
