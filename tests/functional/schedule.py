@@ -424,9 +424,12 @@ def migrate(tenants, account):
                 '--settle', '2', '--lock-ttl', '6'),
         env=run_env(), cwd=ROOT, capture_output=True, text=True,
         timeout=300)
+    why = ''
     if moved.returncode != 0:
+        said = moved.stderr.strip().splitlines()
+        why = ' (%s)' % said[-1][:160] if said else ''
         abort_move(account)
-    return 'to %s, exit %d' % (target, moved.returncode)
+    return 'to %s, exit %d%s' % (target, moved.returncode, why)
 
 
 @contextlib.contextmanager
