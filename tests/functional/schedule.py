@@ -169,13 +169,14 @@ class ScheduledLoad(AcknowledgedLoad):
         super(ScheduledLoad, self).__init__(*args, **kwargs)
         self.passed = 0  # reads Mass passed to Swift untouched
         self.behind = []  # current data, metadata before a POST
-        # data with the metadata of a POST issued before it, across a
-        # step of the wall clock back (Swift orders writes by their
-        # X-Timestamp): what Swift itself serves
+        # reads stale or wrong by the order writes were issued in, right
+        # by Swift's own order, that of their X-Timestamps, which a step
+        # of the wall clock back made another (reordered_by_clock)
         self.reordered = []
-        # [(issued just before, issued just after)] of each backward step
-        # of the wall clock, {name: version} each
-        self.steps_back = []
+        # {name: {version: the wall clock when it was issued}}: the
+        # X-Timestamp the proxy gives it, within the time it takes to
+        # reach it (each object has one writer, one write at a time)
+        self.issued_at = {name: {} for name in self.names}
         self.writing = threading.Event()
         self.writing.set()
 
@@ -183,6 +184,10 @@ class ScheduledLoad(AcknowledgedLoad):
         if not self.writing.is_set():
             time.sleep(0.05)  # paused: no write is issued
             return
+        issued_at = time.time()
+        with self.history.lock:
+            version = self.history.issued[name] + 1
+            self.issued_at[name][version] = issued_at
         super(ScheduledLoad, self)._write(name, kind, proxy)
 
     def metadata_behind(self, name, floor, resp):
@@ -202,39 +207,58 @@ class ScheduledLoad(AcknowledgedLoad):
         return not any(v in acknowledged and kinds[v] in ('PUT', 'DELETE')
                        for v in range(data + 1, floor + 1))
 
-    def issued_now(self):
-        with self.history.lock:
-            return dict(self.history.issued)
+    def reordered_by_clock(self, name, floor, ceiling, resp):
+        """Whether a read that is stale or wrong by the order the writes
+        were issued in is right by Swift's order, that of their
+        X-Timestamps (the wall clock when each was issued): after a step
+        of the wall clock back, a write is dated before writes issued
+        earlier, and Swift serves the newest by date (newer metadata on
+        older data too), as it does without Mass.  Without a step the two
+        orders are one, and this never excuses a read."""
+        h = self.history
+        with h.lock:
+            kinds = dict(h.ops[name])
+            acknowledged = {v for v in self.acknowledged[name] if v <= floor}
+            at = dict(self.issued_at[name])
+        if any(v not in at for v in acknowledged):
+            return False
 
-    def reordered_by_step(self, name, resp):
-        """Whether a read's data is that of a PUT issued after the wall
-        clock stepped back and its metadata that of a POST issued before:
-        the POST's X-Timestamp is newer, and Swift applies newer metadata
-        to older data (what it serves without Mass too)."""
+        def newer(v, than):
+            return at[v] > at[than]
+        if resp.status_code == 404:
+            last = max(acknowledged, key=lambda v: at[v], default=None)
+            return last is None or kinds[last] == 'DELETE' or any(
+                kind == 'DELETE' and v <= ceiling and v in at and
+                newer(v, last) for v, kind in kinds.items())
         try:
             meta = int(resp.headers['X-Object-Meta-V'])
         except (KeyError, ValueError):
             return False
         data = data_version(name, resp.content)
-        with self.history.lock:
-            kinds = dict(self.history.ops[name])
-        if data is None or kinds.get(meta) != 'POST' or \
-                kinds.get(data) != 'PUT' or not meta < data:
+        if data is None or kinds.get(data) != 'PUT' or data not in at or \
+                kinds.get(meta) not in ('PUT', 'POST') or meta not in at or \
+                max(data, meta) > ceiling:
             return False
-        return any(meta <= after.get(name, 0) and
-                   data > before.get(name, 0)
-                   for before, after in self.steps_back)
+        if meta != data and not (kinds[meta] == 'POST' and
+                                 newer(meta, data)):
+            return False
+        shown = meta if newer(meta, data) else data
+        return not any(
+            (kinds[v] in ('PUT', 'DELETE') and newer(v, data)) or
+            (kinds[v] == 'POST' and newer(v, shown) and newer(v, data))
+            for v in acknowledged)
 
     def verdict(self, name, floor, ceiling, resp):
         """AcknowledgedLoad's, except that a read reordered by a step of
-        the wall clock back (:meth:`reordered_by_step`) is 'reordered',
+        the wall clock back (:meth:`reordered_by_clock`) is 'reordered',
         counted apart, and that a 404 is right as well when a
         DELETE that failed (so may have happened) came after the last PUT
         acknowledged: a POST acknowledged since changed the metadata of
         the replicas that missed that DELETE, and resurrects nothing."""
         verdict = super(ScheduledLoad, self).verdict(
             name, floor, ceiling, resp)
-        if verdict == 'wrong' and self.reordered_by_step(name, resp):
+        if verdict in ('stale', 'wrong') and \
+                self.reordered_by_clock(name, floor, ceiling, resp):
             return 'reordered'
         if verdict != 'stale' or resp.status_code != 404:
             return verdict
@@ -379,27 +403,18 @@ def failover(behind, hold):
     until(loaded_snapshot, 20, 'Redis loaded the promoted one\'s snapshot')
 
 
-def step_wall_clock(loads, step, seconds):
+def step_wall_clock(step, seconds):
     """The machine's wall clock stepped by ``step`` seconds, as NTP steps
     it, and back after ``seconds`` (of the monotonic clock, which a step
     leaves alone).  Swift dates writes by it: a write after a step back
     may be older than one before it, which the object servers refuse
-    (409; a PUT's 202), as they would without Mass, or, for a PUT older
-    than a POST, take with the POST's newer metadata.  Each step back is
-    marked in the loads (ScheduledLoad.reordered_by_step)."""
-    def stepped(by):
-        before = [load.issued_now() for load in loads]
-        time.clock_settime(time.CLOCK_REALTIME, time.time() + by)
-        if by < 0:
-            # writes already issued may still be on their way
-            time.sleep(0.2)
-            for load, issued in zip(loads, before):
-                load.steps_back.append((issued, load.issued_now()))
-    stepped(step)
+    (409; a PUT's 202), as they would without Mass, or order before it
+    (ScheduledLoad.reordered_by_clock)."""
+    time.clock_settime(time.CLOCK_REALTIME, time.time() + step)
     try:
         time.sleep(seconds)
     finally:
-        stepped(-step)
+        time.clock_settime(time.CLOCK_REALTIME, time.time() - step)
 
 
 def reenter(tenants, account, seconds):
@@ -467,7 +482,7 @@ def run_fault(tenants, loads, name, params):
         return 'failed over to a replica %.1f s behind, for %.1f s' % (
             params['seconds'], params['hold'])
     if name == 'clock':
-        step_wall_clock(loads, params['step'], params['seconds'])
+        step_wall_clock(params['step'], params['seconds'])
         return 'wall clock stepped %+.1f s for %.1f s' % (
             params['step'], params['seconds'])
     account = tenants.accounts[params['tenant']]
