@@ -395,11 +395,14 @@ def failover(behind, hold):
         replica.terminate()
         replica.wait()
         shutil.rmtree(workdir, ignore_errors=True)
-    subprocess.run(['redis-server', '--daemonize', 'yes', '--bind',
-                    '127.0.0.1', '--port', '6379', '--save', '',
-                    '--appendonly', 'no', '--dir', directory,
-                    '--dbfilename', dbfilename], check=True,
-                   stdout=subprocess.DEVNULL)
+        # also when the fault stopped half way (an error, ^C): the SAIO
+        # is not left without its Redis
+        if not answers(redis_client()):
+            subprocess.run(['redis-server', '--daemonize', 'yes', '--bind',
+                            '127.0.0.1', '--port', '6379', '--save', '',
+                            '--appendonly', 'no', '--dir', directory,
+                            '--dbfilename', dbfilename], check=True,
+                           stdout=subprocess.DEVNULL)
     until(loaded_snapshot, 20, 'Redis loaded the promoted one\'s snapshot')
 
 
