@@ -62,7 +62,6 @@ import contextlib
 import os
 import random
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -70,7 +69,6 @@ import threading
 import time
 import uuid
 
-import redis
 import requests
 
 from tests.functional.conftest import PROXY, ROOT, Tenant
@@ -81,8 +79,9 @@ from tests.functional.test_faults import AcknowledgedLoad, abort_move, \
 from tests.functional.test_lagging_replica import one_object_server_down, \
     tenant_released
 from tests.functional.test_migrate import command, run_env
-from tests.functional.test_never_stale import PROXY3, answers, \
-    loaded_snapshot, redis_client, replica_in_sync, restart_from_snapshot
+from tests.functional.test_never_stale import PROXY3, \
+    LaggingReplicaFailover, answers, loaded_snapshot, redis_client, \
+    restart_from_snapshot, start_redis
 from tests.functional.waiting import until
 
 FAULTS = ('lag', 'snapshot', 'reenter', 'migrate', 'failover', 'clock')
@@ -359,50 +358,20 @@ def failover(behind, hold):
     directory = master.config_get('dir')['dir']
     dbfilename = master.config_get('dbfilename')['dbfilename']
     workdir = tempfile.mkdtemp(prefix='mass-failover-')
-    replica = subprocess.Popen(
-        ['redis-server', '--port', '6380', '--bind', '127.0.0.1',
-         '--save', '', '--appendonly', 'no', '--dir', workdir,
-         '--replicaof', '127.0.0.1', '6379'], stdout=subprocess.DEVNULL)
-    promoted = redis.Redis(port=6380, socket_timeout=5)
-    front = None
+    failover = LaggingReplicaFailover(workdir)
     try:
-        until(lambda: replica_in_sync(promoted), 30,
-              'the replica in sync with its master')
-        os.kill(replica.pid, signal.SIGSTOP)
-        time.sleep(behind)
-        try:
-            master.shutdown(nosave=True, now=True)
-        except redis.ConnectionError:
-            pass
-        until(lambda: not answers(redis_client()), 10, 'the master gone')
-        os.kill(replica.pid, signal.SIGCONT)
-        promoted.replicaof('NO', 'ONE')
-        front = subprocess.Popen(
-            ['socat', 'TCP-LISTEN:6379,bind=127.0.0.1,reuseaddr,fork',
-             'TCP:127.0.0.1:6380'], stdout=subprocess.DEVNULL,
-            start_new_session=True)
-        until(lambda: answers(redis_client()), 20,
-              'the promoted replica answering on 6379')
+        failover.fail_over(lambda: time.sleep(behind))
         time.sleep(hold)
-        promoted.save()
+        failover.promoted.save()
         shutil.copy(os.path.join(workdir, 'dump.rdb'),
                     os.path.join(directory, dbfilename))
     finally:
-        if front is not None:
-            os.killpg(front.pid, signal.SIGTERM)
-            front.wait()
-        os.kill(replica.pid, signal.SIGCONT)
-        replica.terminate()
-        replica.wait()
+        failover.remove()
         shutil.rmtree(workdir, ignore_errors=True)
         # also when the fault stopped half way (an error, ^C): the SAIO
         # is not left without its Redis
         if not answers(redis_client()):
-            subprocess.run(['redis-server', '--daemonize', 'yes', '--bind',
-                            '127.0.0.1', '--port', '6379', '--save', '',
-                            '--appendonly', 'no', '--dir', directory,
-                            '--dbfilename', dbfilename], check=True,
-                           stdout=subprocess.DEVNULL)
+            start_redis(directory, dbfilename)
     until(loaded_snapshot, 20, 'Redis loaded the promoted one\'s snapshot')
 
 

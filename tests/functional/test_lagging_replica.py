@@ -202,21 +202,28 @@ def lagging(admin, store):  # noqa: F811
     generations_trusted(store)
 
 
-def test_a_write_made_while_the_tenant_was_out_of_the_cache_is_seen(
-        lagging):
-    """Audit D1: the fence of the earlier membership was trusted after
-    re-entry."""
+def out_of_the_cache_meanwhile(lagging, meanwhile, label):
+    """v1 cached; the tenant leaves the cache (a pin to ``none``),
+    ``meanwhile()`` writes v2 while no object server bumps its writes, and
+    it comes back; then every object is read everywhere."""
     pin(lagging.account, 'cache')
     wait_for_method(lagging.client, 'cache')
     lagging.cache_v1()
     pin(lagging.account, 'none')
     wait_for_method(lagging.client, 'none')
     tenant_released(lagging.account)
-    lagging.write_v2()
+    meanwhile()
     generations_trusted(lagging.store)
     pin(lagging.account, 'cache')
     wait_for_method(lagging.client, 'cache')
-    lagging.read_everywhere('re-entry')
+    lagging.read_everywhere(label)
+
+
+def test_a_write_made_while_the_tenant_was_out_of_the_cache_is_seen(
+        lagging):
+    """Audit D1: the fence of the earlier membership was trusted after
+    re-entry."""
+    out_of_the_cache_meanwhile(lagging, lagging.write_v2, 're-entry')
 
 
 def test_a_write_whose_record_redis_lost_is_seen(lagging):
@@ -237,14 +244,5 @@ def test_a_post_made_while_the_tenant_was_out_of_the_cache_is_seen(
     Swift's newest read orders replicas by their data's time alone, and
     kept that replica as often as another, so the fill cached the
     metadata the POST replaced, for every proxy to serve as a hit."""
-    pin(lagging.account, 'cache')
-    wait_for_method(lagging.client, 'cache')
-    lagging.cache_v1()
-    pin(lagging.account, 'none')
-    wait_for_method(lagging.client, 'none')
-    tenant_released(lagging.account)
-    lagging.post_v2()
-    generations_trusted(lagging.store)
-    pin(lagging.account, 'cache')
-    wait_for_method(lagging.client, 'cache')
-    lagging.read_everywhere('a POST made while out')
+    out_of_the_cache_meanwhile(lagging, lagging.post_v2,
+                               'a POST made while out')

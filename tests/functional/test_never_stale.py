@@ -100,12 +100,18 @@ def restart_from_snapshot(meanwhile):
         r.shutdown(nosave=True)
     except redis.ConnectionError:
         pass
+    start_redis(directory, dbfilename)
+    until(loaded_snapshot, 20, 'Redis loaded its snapshot')
+
+
+def start_redis(directory, dbfilename):
+    """The SAIO's Redis (127.0.0.1:6379) started from the snapshot
+    ``dbfilename`` in ``directory``, saving nothing of its own."""
     subprocess.run(['redis-server', '--daemonize', 'yes', '--bind',
                     '127.0.0.1', '--port', '6379', '--save', '',
                     '--appendonly', 'no', '--dir', directory,
                     '--dbfilename', dbfilename], check=True,
                    stdout=subprocess.DEVNULL)
-    until(loaded_snapshot, 20, 'Redis loaded its snapshot')
 
 
 def ensure_redis():
@@ -157,6 +163,56 @@ def replica_in_sync(replica):
         info.get('master_sync_in_progress') == 0
 
 
+class LaggingReplicaFailover(object):
+    """A second redis-server (6380) replicating the SAIO's Redis, its
+    data in ``directory``; :meth:`fail_over` makes it lag and promotes it
+    in the master's place, :meth:`remove` stops it and its front (the
+    SAIO's Redis is the caller's to start again)."""
+
+    def __init__(self, directory):
+        self.replica = subprocess.Popen(
+            ['redis-server', '--port', '6380', '--bind', '127.0.0.1',
+             '--save', '', '--appendonly', 'no', '--dir', directory,
+             '--replicaof', '127.0.0.1', '6379'],
+            stdout=subprocess.DEVNULL)
+        self.promoted = redis.Redis(port=6380, socket_timeout=5)
+        self.front = None
+
+    def fail_over(self, meanwhile):
+        """The replica is stopped (SIGSTOP) once in sync, so it lags,
+        while ``meanwhile()`` runs (the writes it does not get); the
+        master dies, the replica is promoted (REPLICAOF NO ONE), and a
+        TCP front (socat, as a failover's virtual IP would) sends
+        127.0.0.1:6379 to it."""
+        until(lambda: replica_in_sync(self.promoted), 30,
+              'the replica in sync with its master')
+        os.kill(self.replica.pid, signal.SIGSTOP)
+        meanwhile()
+        try:
+            # NOW: a master waits for lagging replicas before it stops
+            redis_client().shutdown(nosave=True, now=True)
+        except redis.ConnectionError:
+            pass
+        until(lambda: not answers(redis_client()), 10, 'the master gone')
+        os.kill(self.replica.pid, signal.SIGCONT)
+        self.promoted.replicaof('NO', 'ONE')
+        # a session of its own: its forked connections go with it
+        self.front = subprocess.Popen(
+            ['socat', 'TCP-LISTEN:6379,bind=127.0.0.1,reuseaddr,fork',
+             'TCP:127.0.0.1:6380'], stdout=subprocess.DEVNULL,
+            start_new_session=True)
+        until(lambda: answers(redis_client()), 20,
+              'the promoted replica answering on 6379')
+
+    def remove(self):
+        if self.front is not None:
+            os.killpg(self.front.pid, signal.SIGTERM)
+            self.front.wait()
+        os.kill(self.replica.pid, signal.SIGCONT)
+        self.replica.terminate()
+        self.replica.wait()
+
+
 def test_a_lagging_replica_promoted_serves_nothing_stale(client, tmp_path):  # noqa: F811,E501
     """A second redis-server (6380) replicates the SAIO's Redis; it is
     stopped (SIGSTOP), so it lags, while writes go on; the master dies,
@@ -164,46 +220,21 @@ def test_a_lagging_replica_promoted_serves_nothing_stale(client, tmp_path):  # n
     as a failover's virtual IP would) sends 127.0.0.1:6379 to it.  The
     generations of the writes it missed go back in time."""
     load = load_through_two_proxies(client)
-    replica = subprocess.Popen(
-        ['redis-server', '--port', '6380', '--bind', '127.0.0.1',
-         '--save', '', '--appendonly', 'no', '--dir', str(tmp_path),
-         '--replicaof', '127.0.0.1', '6379'],
-        stdout=subprocess.DEVNULL)
-    promoted = redis.Redis(port=6380, socket_timeout=5)
-    front = None
+    failover = LaggingReplicaFailover(str(tmp_path))
+    seen = {}
+
+    def writes_it_does_not_get():
+        time.sleep(2)
+        seen['before'] = hits(load)
     try:
         wait_hits(load, 200)
-        until(lambda: replica_in_sync(promoted), 30,
-              'the replica in sync with its master')
-        os.kill(replica.pid, signal.SIGSTOP)
-        time.sleep(2)  # writes the replica does not get
-        before = hits(load)
-        try:
-            # NOW: a master waits for lagging replicas before it stops
-            redis_client().shutdown(nosave=True, now=True)
-        except redis.ConnectionError:
-            pass
-        until(lambda: not answers(redis_client()), 10, 'the master gone')
-        os.kill(replica.pid, signal.SIGCONT)
-        promoted.replicaof('NO', 'ONE')
-        # a session of its own: its forked connections go with it
-        front = subprocess.Popen(
-            ['socat', 'TCP-LISTEN:6379,bind=127.0.0.1,reuseaddr,fork',
-             'TCP:127.0.0.1:6380'], stdout=subprocess.DEVNULL,
-            start_new_session=True)
-        until(lambda: answers(redis_client()), 20,
-              'the promoted replica answering on 6379')
+        failover.fail_over(writes_it_does_not_get)
         wait_hits(load, 200)
         print('hits before the failover %d, after it %d'
-              % (before, hits(load) - before))
+              % (seen['before'], hits(load) - seen['before']))
     finally:
         finish(load, 'lagging replica promoted')
-        if front is not None:
-            os.killpg(front.pid, signal.SIGTERM)
-            front.wait()
-        os.kill(replica.pid, signal.SIGCONT)
-        replica.terminate()
-        replica.wait()
+        failover.remove()
         ensure_redis()
 
 
