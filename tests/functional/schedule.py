@@ -189,6 +189,18 @@ class ScheduledLoad(AcknowledgedLoad):
             self.issued_at[name][version] = issued_at
         super(ScheduledLoad, self)._write(name, kind, proxy)
 
+    def history_of(self, what):
+        """Every write of a bad read's object up to the last issued when
+        the read ended, each with the wall clock when it was issued: a
+        clock step or a move may have made any earlier write matter."""
+        name, ceiling = what[0], what[3]
+        h = self.history
+        with h.lock:
+            at = dict(self.issued_at[name])
+            return [(v, kind) + h.via[name].get(v, ()) +
+                    ('issued %.3f' % at[v] if v in at else '',)
+                    for v, kind in h.ops[name] if v <= ceiling + 1]
+
     def metadata_behind(self, name, floor, resp):
         """Whether a stale read that is not a hit (a miss, or Swift's own
         answer: the X-Newest read afterwards through the proxy without
@@ -250,10 +262,13 @@ class ScheduledLoad(AcknowledgedLoad):
     def verdict(self, name, floor, ceiling, resp):
         """AcknowledgedLoad's, except that a read reordered by a step of
         the wall clock back (:meth:`reordered_by_clock`) is 'reordered',
-        counted apart, and that a 404 is right as well when a
-        DELETE that failed (so may have happened) came after the last PUT
-        acknowledged: a POST acknowledged since changed the metadata of
-        the replicas that missed that DELETE, and resurrects nothing."""
+        counted apart, and that a 404 is right as well when a DELETE,
+        acknowledged or failed (so may have happened), came after the last
+        PUT acknowledged before the read began: a POST acknowledged since
+        changed the metadata of the replicas that missed that DELETE (a
+        proxy that error-limited the others acknowledges it with a primary
+        and a handoff), and resurrects nothing.  A PUT acknowledged while
+        the read ran is one it may not have seen."""
         verdict = super(ScheduledLoad, self).verdict(
             name, floor, ceiling, resp)
         if verdict in ('stale', 'wrong') and \
@@ -266,7 +281,7 @@ class ScheduledLoad(AcknowledgedLoad):
             ops = list(h.ops[name])
             acknowledged = set(self.acknowledged[name])
         put = max([v for v, kind in ops if kind == 'PUT' and
-                   v in acknowledged and v <= ceiling] or [0])
+                   v in acknowledged and v <= floor] or [0])
         if any(kind == 'DELETE' and put < v <= ceiling for v, kind in ops):
             return None
         return verdict

@@ -45,7 +45,12 @@ Correctness comes first; a stale read is a bug.
   it; nothing is read from Redis or stored for it.  Requests whose
   authorisation is not the plain one are never served from the cache:
   ``swift.authorize_override`` (tempurl, staticweb), a query string, an
-  Origin header (CORS headers come from container info), subrequests.
+  Origin header (CORS headers come from container info), middlewares'
+  subrequests.  S3 clients' reads, which s3api translates (``swift.source``
+  ``S3``), are client reads: served as the Swift API's, authorised by the
+  callback the proxy would call (the auth middleware's with ``s3_acl``
+  off, s3api's own with it on, after s3api's TEST request authenticated
+  the client; :func:`s3api_preauthorised`).
 * **Never cached**: anything but the 200 answer to a plain GET (no Range,
   no conditions, no X-Newest), bodies over ``cache_max_object_size``,
   SLO and DLO manifests, symlinks and objects with X-Delete-At.
@@ -98,6 +103,9 @@ from swift_mass.proxy.methods.validity import CONDITIONS, ValidityCheck
 from swift_mass.ring_devices import ring_devices
 
 CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
+# swift.source of every request Swift's s3api builds from an S3 client's
+# (s3api/s3request.py, S3Request.to_swift_req)
+S3API_SOURCE = 'S3'
 # Objects a worker found it cannot cache (manifests, symlinks,
 # too large...), remembered with their generation so that their reads skip
 # the body store's round trip until someone writes them.
@@ -132,6 +140,24 @@ def cacheable_headers(headers):
         if lower not in _NOT_STORED:
             kept.append((name, value))
     return kept
+
+
+def s3api_preauthorised(env):
+    """Whether a request whose auth middleware was told to stand aside
+    (``swift.authorize_override``) is an object read of s3api with
+    ``s3_acl`` on: authenticated by s3api's TEST request (which deletes
+    ``s3api.auth_details``), its S3 ACL checked by s3api on the answer,
+    carrying s3api's own ``swift.authorize``, which the proxy calls and
+    :meth:`CacheMethod.authorize` calls the same way.  An override with
+    ``s3api.auth_details`` still present was set left of s3api
+    (tempurl, container_sync), and a pre-authorised subrequest or a
+    tempurl names itself in ``REMOTE_USER``: those stay Swift's."""
+    remote_user = env.get('REMOTE_USER')  # keystoneauth's is a tuple
+    return env.get('swift.source') == S3API_SOURCE and \
+        's3api.auth_details' not in env and \
+        env.get('swift_owner') is True and \
+        not (isinstance(remote_user, str) and
+             remote_user.startswith('.wsgi.'))
 
 
 def refused_before_authorisation(app, env):
@@ -320,9 +346,17 @@ class CacheMethod(base.Method):
     def decide(self, env):
         if env.get('REQUEST_METHOD') not in ('GET', 'HEAD'):
             return False
-        if env.get('swift.source') or env.get('QUERY_STRING') or \
-                env.get('swift.authorize_override') or \
+        # s3api's translation of an S3 client's read ('S3') is a client
+        # read; every other swift.source marks a middleware's subrequest
+        # (SLO, DLO, SYM, SSC, OV, VW...), whose answer is not the object
+        # the client named.
+        if env.get('swift.source') not in (None, S3API_SOURCE):
+            return False
+        if env.get('QUERY_STRING') or \
                 'HTTP_X_NEWEST' in env or 'HTTP_ORIGIN' in env:
+            return False
+        if env.get('swift.authorize_override') and \
+                not s3api_preauthorised(env):
             return False
         for name in env:
             if name.startswith('HTTP_X_BACKEND_') and \

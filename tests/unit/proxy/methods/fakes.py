@@ -61,6 +61,11 @@ class Swift(object):
         self.generations = None
         self.objects = {}
         self.read_acl = {}
+        #: more headers of a container's HEAD (s3api's ACL sysmeta), by
+        #: path
+        self.container_headers = {}
+        #: the paths of the containers there are (None: any container)
+        self.containers = None
         self.requests = []
         self.during_get = None  # called between a GET's two chunks
         #: what a replica that missed the newest writes holds, by path: a
@@ -99,8 +104,12 @@ class Swift(object):
         if req.path.count('/') < 4:
             self._record(req)
             headers = {}
+            if req.path.count('/') == 3 and self.containers is not None \
+                    and req.path not in self.containers:
+                return Response(status=404)(env, start_response)
             if req.path.count('/') == 3:
                 headers['X-Container-Read'] = self.read_acl.get(req.path, '')
+                headers.update(self.container_headers.get(req.path, {}))
             return Response(status=204, headers=headers)(env, start_response)
         authorize = env.get('swift.authorize')
         if authorize is not None:
@@ -154,7 +163,11 @@ class Swift(object):
                                               'X-Static', 'Content-T'))
                              }).internal
         self.bump(req)
-        return Response(status=201)
+        # as the proxy answers a PUT (s3api's CopyObject reads both)
+        resp = Response(status=201)
+        resp.etag = md5(body, usedforsecurity=False).hexdigest()
+        resp.last_modified = int(float(req.headers['X-Timestamp'])) + 1
+        return resp
 
     def POST(self, req):
         obj = self.objects.get(req.path)
