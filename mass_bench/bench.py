@@ -355,20 +355,21 @@ class Bench(object):
     def prepare(self, tenant, workload, container):
         """A new container (routed as the current mode routes it) with
         the workload's starting objects."""
-        headers = {'X-Auth-Token': tenant.token}
-        create = dict(headers)
+        create = {}
         policy = workload.policy
         if self.base_mode == 'placed':
             policy = self.placement.get(tenant.label)
         if policy:
+            # s3api passes it on with its container PUT
             create['X-Storage-Policy'] = policy
-        conn = clients.Connection(tenant.url)
-        status, _, _ = conn.request('PUT', '/' + container, create)
+        api = clients.APIS[workload.api]
+        status, _, _ = api(tenant).request('PUT', container,
+                                           headers=create)
         if status // 100 != 2:
             raise RuntimeError('cannot create %s for %s: %d' % (
                 container, tenant.label, status))
         # where Mass's routing (or its absence) put it, for the figures
-        _, created, _ = conn.request('HEAD', '/' + container, headers)
+        _, created, _ = clients.SwiftApi(tenant).request('HEAD', container)
         self.container_policies[tenant.label] = created.get(
             'x-storage-policy')
         if workload.share('GET', 'HEAD', 'DELETE') == 0 and not (
@@ -379,12 +380,11 @@ class Bench(object):
         bodies = {}
 
         def put(chunk):
-            conn = clients.Connection(self.seed_storage_url(tenant))
+            seeder = api(tenant, self.seed_storage_url(tenant))
             for name in chunk:
                 size = chooser.size()
                 body = bodies.setdefault(size, os.urandom(size))
-                status, _, _ = conn.request(
-                    'PUT', '/%s/%s' % (container, name), headers, body)
+                status, _, _ = seeder.request('PUT', container, name, body)
                 if status // 100 != 2:
                     raise RuntimeError('cannot PUT %s: %d' % (name, status))
         threads = [threading.Thread(target=put, args=(names[i::4],))
@@ -842,7 +842,7 @@ def _workload_dict(w):
     d = {k: getattr(w, k) for k in ('name', 'size_min', 'size_max',
                                     'objects', 'concurrency', 'seconds',
                                     'operations', 'warmup', 'policy',
-                                    'popularity', 'overwrite')}
+                                    'popularity', 'overwrite', 'api')}
     d['mix'] = dict(w.mix)
     d['intended_class'] = w.intended_class
     return d

@@ -16,7 +16,9 @@ A tenant (``Tenant``) is a tempauth user and the workload its clients run
 (``mass_bench.workloads``).  In a run each tenant's clients run in a
 process of their own (``tenant_process``), so that clients of different
 tenants do not share one interpreter lock, with one thread and one
-keep-alive connection (``Connection``) per client.  A client (``client``)
+keep-alive connection (``Connection``) per client, speaking Swift's API
+(``SwiftApi``) or S3 (``S3Api``, through Swift's s3api) as the workload
+says.  A client (``client``)
 issues the operations its workload draws until the window's end and then
 waits for its last answer; reads, deletes and overwrites pick a name of
 its ``ObjectSet`` by the workload's popularity (uniform: each client its
@@ -35,6 +37,9 @@ import threading
 import time
 import urllib.parse
 
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 from swiftclient.client import get_auth
 
 from mass_bench import resources, workloads
@@ -106,6 +111,55 @@ class Connection(object):
             return ERROR, {}, 0
 
 
+class SwiftApi(object):
+    """A tenant's requests in Swift's API: its token, on its storage URL
+    (or ``url``, another proxy's same path)."""
+
+    def __init__(self, tenant, url=None):
+        self.conn = Connection(url or tenant.url)
+        self.token = tenant.token
+
+    def request(self, method, container, name=None, body=None,
+                headers=None):
+        """:meth:`Connection.request` of the container or an object."""
+        headers = dict(headers or {}, **{'X-Auth-Token': self.token})
+        return self.conn.request(method, object_path(container, name),
+                                 headers, body)
+
+
+class S3Api(object):
+    """A tenant's requests as an S3 client sends them to Swift's s3api:
+    path-style ``/BUCKET/KEY`` at the root of the proxy of its storage URL
+    (or of ``url``), signed with AWS SigV4 by botocore, tempauth's user
+    (``account:user``) as the access key and its key as the secret."""
+
+    def __init__(self, tenant, url=None):
+        parsed = urllib.parse.urlsplit(url or tenant.url)
+        self.root = '%s://%s' % (parsed.scheme, parsed.netloc)
+        self.conn = Connection(self.root)
+        self.auth = S3SigV4Auth(Credentials(tenant.user, tenant.key), 's3',
+                                S3_REGION)
+
+    def request(self, method, container, name=None, body=None,
+                headers=None):
+        path = object_path(container, name)
+        signed = AWSRequest(method=method, url=self.root + path,
+                            headers=dict(headers or {}), data=body or b'')
+        self.auth.add_auth(signed)
+        return self.conn.request(method, path, dict(signed.headers.items()),
+                                 body)
+
+
+def object_path(container, name=None):
+    path = '/' + urllib.parse.quote(container)
+    return path + '/' + urllib.parse.quote(name) if name else path
+
+
+# the region s3api answers for by default (its `location`)
+S3_REGION = 'us-east-1'
+APIS = {'swift': SwiftApi, 's3': S3Api}
+
+
 class ObjectSet(object):
     """The names of the objects clients read, overwrite and delete, in
     popularity order (for Zipf: the first is rank 1); clients of one
@@ -163,8 +217,7 @@ def client(tenant, workload, container, objects, seed, start, stop_at, out):
     out.  PUTs create new objects (added to ``objects``) or, with
     workload.overwrite, rewrite one of ``objects``."""
     chooser = workloads.Chooser(workload, seed)
-    conn = Connection(tenant.url)
-    headers = {'X-Auth-Token': tenant.token}
+    api = APIS[workload.api](tenant)
     body_cache = {}
     made = 0
     limit = workload.operations
@@ -187,9 +240,8 @@ def client(tenant, workload, container, objects, seed, start, stop_at, out):
                 made += 1
         else:
             body, size = None, 0
-        path = '/%s/%s' % (container, name)
         began = time.time()
-        status, answer, length = conn.request(op, path, headers, body)
+        status, answer, length = api.request(op, container, name, body)
         latency = time.time() - began
         if op == 'PUT' and new and status // 100 == 2:
             objects.add(name)

@@ -20,8 +20,9 @@ workload's popularity: uniform (each client over its own slice of the set)
 or Zipf (every client over the whole set, rank k drawn with probability
 proportional to 1/k^S, so the hot objects are the same for all clients, as
 a cache sees them).  PUTs write new objects, or with ``overwrite`` rewrite
-objects of the set.  Plain Python, no I/O: ``mass_bench.bench`` drives the
-cluster.
+objects of the set.  Its clients speak the Swift API or, with ``api=s3``,
+S3 through Swift's s3api.  Plain Python, no I/O: ``mass_bench.bench``
+drives the cluster.
 
 The presets are the workloads of the papers behind Mass:
 
@@ -68,6 +69,9 @@ class Workload:
     # PUTs rewrite objects of the set (picked by popularity) instead of
     # creating new ones
     overwrite: bool = False
+    # the API its clients speak: 'swift' (a token, /v1/ACCOUNT/...) or
+    # 's3' (s3api: /BUCKET/KEY, signed with AWS SigV4)
+    api: str = 'swift'
 
     def share(self, *operations):
         return sum(s for op, s in self.mix if op in operations)
@@ -89,6 +93,7 @@ class Workload:
         return check(dataclasses.replace(self, **options))
 
 
+APIS = ('swift', 's3')
 POPULARITY_FORMS = 'uniform, or zipf:S with a number S > 0 (e.g. zipf:0.99)'
 
 
@@ -124,6 +129,9 @@ def check(workload):
     if w.objects < 1 and w.overwrite and w.share('PUT') > 0:
         raise ValueError('objects: overwrites need at least 1')
     popularity_exponent(w.popularity)
+    if w.api not in APIS:
+        raise ValueError('api: %r is not valid; allowed: %s' % (
+            w.api, ', '.join(APIS)))
     if w.concurrency < 1:
         raise ValueError('concurrency: at least 1')
     if w.seconds <= 0 and w.operations <= 0:
@@ -195,7 +203,7 @@ def _number(kind):
 _FIELDS = {'objects': _number(int), 'concurrency': _number(int),
            'seconds': _number(float), 'operations': _number(int),
            'warmup': _number(float), 'policy': _text, 'popularity': _text,
-           'overwrite': _flag}
+           'overwrite': _flag, 'api': _text}
 
 
 def parse_size(text):

@@ -154,3 +154,22 @@ def test_bench_runs_every_mode_and_writes_results(cluster, store, tmp_path):
     # as found: Mass in the pipelines again, no pins left behind
     assert store.get_pins() == before
     assert 'with mass' in saio('status').stdout
+
+
+def test_an_s3_tenant_runs_through_s3api(cluster, store, tmp_path):
+    """A tenant whose clients speak S3 (api=s3): its bucket made, seeded
+    and read through s3api, each request answered 2xx, in placed and in
+    mass (where the proxies' Redis sees its reads)."""
+    _, result = run_bench(
+        ['photos:web:web=A,objects=4,warmup=0.5,size=64k,api=s3'],
+        tmp_path, ['--modes', 'placed,mass', '--base', 'placed',
+                   '--cycles', '1', '--seconds', str(SECONDS),
+                   '--settle', '1'])
+    assert result['tenants']['photos']['workload']['api'] == 's3'
+    runs = {r['mode']: r for r in result['runs'] if not r['control']}
+    for mode in ('placed', 'mass'):
+        figures = runs[mode]['tenants']['photos']
+        assert set(figures['by_operation']) == {'GET'}, mode
+        assert figures['operations'] > 0 and figures['errors'] == 0, mode
+        assert figures['container_policy'] == 'fast', mode
+    assert runs['mass']['costs']['redis_commands'] > 0

@@ -13,12 +13,14 @@
 
 ``tools/saio keystone up`` runs Debian's Keystone beside the SAIO and a
 fourth proxy (8083) whose pipeline is the first proxy's with ``authtoken
-keystoneauth`` in place of tempauth; its users are in
+s3api s3token keystoneauth`` in place of ``s3api tempauth``; its users,
+with the tenants' EC2 credentials, are in
 ``/etc/swift-mass-keystone/accounts.json``.  A Keystone tenant's account is
 ``AUTH_`` + its project id (keystoneauth's reseller prefix).  Through that
 proxy: a writer is classified and its new containers routed; a cached
 tenant's overwrites are never read stale, through it or through the
-tempauth proxy (as the reseller admin); and the operator commands act as
+tempauth proxy (as the reseller admin); an S3 client's reads (s3token) are
+hits and its denials Swift's; and the operator commands act as
 a user with Keystone's ``ResellerAdmin`` role, with swift's ``OS_*``
 environment and no secret on the command line.
 """
@@ -26,6 +28,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -34,6 +37,8 @@ from swiftclient import client as swiftclient
 
 from tests.functional.conftest import PROXY, ROOT, Tenant, saio
 from tests.functional.test_cache import get_until_hit, tenant_trusted
+from tests.functional.test_s3_cache import hits_of, raw, s3_client, \
+    same_for_a_client
 from tests.functional.test_control_loop import wait_for
 from tests.functional.waiting import until
 
@@ -161,6 +166,71 @@ def test_a_keystone_tenants_cache_is_never_stale(users, store):
             assert reader.request('GET', proxy, 'o').status_code == 404
     finally:
         store.delete_pin(tenant.account)
+
+
+def _s3_denials(users, bucket):
+    """Each denial an S3 client of the Keystone proxy meets (s3token),
+    as (what, raw answer)."""
+    owner = users['mass-ks-1']
+    other = users['mass-ks-2']
+    url = '%s/%s/o' % (KS_PROXY, bucket)
+    presigned = s3_client(KS_PROXY, owner).generate_presigned_url(
+        'get_object', Params={'Bucket': bucket, 'Key': 'o'}, ExpiresIn=1)
+    time.sleep(2.1)  # its X-Amz-Date has whole seconds
+    return [
+        # the account comes from the credential: the other tenant's own,
+        # which has no such bucket
+        ('a bucket of another project',
+         raw('GET', url, (other['ec2_access'], other['ec2_secret']))),
+        ('a bad signature', raw('GET', url, (owner['ec2_access'], 'bad'))),
+        ('an expired presigned URL', requests.get(presigned, timeout=30)),
+    ]
+
+
+def test_a_keystone_tenants_s3_reads_are_hits_and_its_denials_swifts(
+        users, store, statsd):
+    """An S3 client with the tenant's EC2 credential, through s3api and
+    s3token: its reads of a tenant pinned to the cache are hits, and each
+    denial is the answer the same request gets with the tenant out of the
+    cache (Mass then leaves every read to Swift)."""
+    found = users['mass-ks-1']
+    credential = (found['ec2_access'], found['ec2_secret'])
+    client = s3_client(KS_PROXY, found)
+    bucket = 'ks-s3-%s' % uuid.uuid4().hex[:8]
+    client.create_bucket(Bucket=bucket)
+    try:
+        subprocess.run(['swift-mass', 'pin', found['account'], '--class',
+                        'read', '--method', 'cache'], check=True,
+                       stdout=subprocess.DEVNULL)
+        client.put_object(Bucket=bucket, Key='o', Body=b'k' * 2048)
+        tenant_trusted(found['account'])
+
+        def reads():
+            for _ in range(5):
+                assert client.get_object(Bucket=bucket, Key='o')[
+                    'Body'].read() == b'k' * 2048
+        hits = hits_of(statsd, reads)
+        print('5 S3 GETs through s3token: %d hits' % hits)
+        assert hits >= 4
+        cached = _s3_denials(users, bucket)
+        subprocess.run(['swift-mass', 'pin', found['account'], '--class',
+                        'read', '--method', 'none'], check=True,
+                       stdout=subprocess.DEVNULL)
+        until(lambda: raw('GET', '%s/%s/o' % (KS_PROXY, bucket),
+                          credential).status_code == 200 and
+              hits_of(statsd, lambda: raw(
+                  'GET', '%s/%s/o' % (KS_PROXY, bucket), credential)) == 0,
+              30, 'the Keystone proxy leaves the tenant\'s reads to Swift')
+        uncached = _s3_denials(users, bucket)
+        for (what, resp), (_, swift_resp) in zip(cached, uncached):
+            print('%s: %d %s' % (what, resp.status_code, resp.content[:100]))
+            assert resp.status_code in (403, 404), what
+            assert same_for_a_client(resp) == \
+                same_for_a_client(swift_resp), what
+    finally:
+        store.delete_pin(found['account'])
+        client.delete_object(Bucket=bucket, Key='o')
+        client.delete_bucket(Bucket=bucket)
 
 
 def test_operator_commands_as_a_keystone_reseller_admin(users):

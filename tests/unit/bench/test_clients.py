@@ -13,11 +13,18 @@
 (uniform slices, a shared Zipf ranking, overwrites), the cache hits they
 count, and a whole run with its CPU and device samples."""
 import collections
+import io
 import os
 import threading
 import time
 
+import eventlet
+import eventlet.wsgi
 import pytest
+from swift.common.middleware import tempauth
+from swift.common.middleware.s3api import s3api
+from swift.common.swob import Request, Response
+from swift.common.utils import md5
 
 from mass_bench import bench, clients, report, resources, summary, \
     workloads
@@ -434,3 +441,83 @@ def test_the_client_process_measures_its_cpu_over_the_window():
     thread.join()
     assert out[0] > 0
     assert abs(out[0] - (got['end'] - got['begin'])) < 0.05
+
+
+# -- the S3 API, as Swift's s3api takes it ---------------------------------
+
+class Stored(object):
+    """What Swift's proxy app would do with the requests s3api passes on:
+    authorise them, keep PUTs, answer GETs; the account and container
+    exist."""
+
+    def __init__(self):
+        self.objects = {}
+        self.seen = []
+
+    def __call__(self, env, start_response):
+        req = Request(env)
+        # as the proxy, before it serves anything
+        denial = env['swift.authorize'](req)
+        if denial:
+            return denial(env, start_response)
+        self.seen.append((req.method, req.path, req.headers.get(
+            'X-Storage-Policy')))
+        if req.path.count('/') < 4:
+            return Response(status=204 if req.method != 'PUT' else 201)(
+                env, start_response)
+        if req.method == 'PUT':
+            self.objects[req.path] = req.body
+            return Response(status=201, etag=md5(
+                req.body, usedforsecurity=False).hexdigest())(
+                    env, start_response)
+        body = self.objects.get(req.path)
+        if body is None:
+            return Response(status=404)(env, start_response)
+        return Response(body=body, request=req)(env, start_response)
+
+
+@pytest.fixture
+def s3api_proxy():
+    """Swift's s3api and tempauth (tempauth's user photos:web, key web,
+    as tools/saio and the bench's tenants have them) in front of
+    ``Stored``, served over HTTP on a free port by eventlet's wsgi server,
+    as Swift's proxy is (keep-alive connections)."""
+    stored = Stored()
+    app = s3api.filter_factory({'s3_acl': 'false'})(
+        tempauth.filter_factory({'user_photos_web': 'web .admin'})(stored))
+    sock = eventlet.listen(('127.0.0.1', 0))
+
+    def serve():
+        # this thread's own hub
+        eventlet.wsgi.server(sock, app, log=io.StringIO())
+    threading.Thread(target=serve, daemon=True).start()
+    yield 'http://127.0.0.1:%d/v1/AUTH_photos' % sock.getsockname()[1], \
+        stored
+
+
+def test_an_s3_tenants_requests_are_signed_as_s3api_checks_them(
+        s3api_proxy):
+    url, stored = s3api_proxy
+    tenant = clients.Tenant.parse('photos:web:web=A,api=s3')
+    tenant.url = url  # as tempauth's auth answered
+    api = clients.S3Api(tenant)
+    assert api.request('PUT', 'bucket', headers={
+        'X-Storage-Policy': 'fast'})[0] == 200
+    assert api.request('PUT', 'bucket', 'o', b'x' * 10)[0] == 200
+    status, _, length = api.request('GET', 'bucket', 'o')
+    assert (status, length) == (200, 10)
+    # s3api checked the signature (tempauth made the account AUTH_photos
+    # of the access key) and passed the policy on
+    assert ('PUT', '/v1/AUTH_photos/bucket', 'fast') in stored.seen
+    assert stored.objects == {'/v1/AUTH_photos/bucket/o': b'x' * 10}
+    wrong = clients.Tenant.parse('photos:web:wrong=A,api=s3')
+    wrong.url = url
+    assert clients.S3Api(wrong).request('GET', 'bucket', 'o')[0] == 403
+
+
+def test_a_workloads_api_is_swift_or_s3():
+    assert workloads.parse('A').api == 'swift'
+    assert workloads.parse('A,api=s3').api == 's3'
+    with pytest.raises(ValueError) as raised:
+        workloads.parse('A,api=ftp')
+    assert str(raised.value) == "api: 'ftp' is not valid; allowed: swift, s3"

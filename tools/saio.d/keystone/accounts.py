@@ -24,10 +24,13 @@ doc/source/overview_auth.rst), idempotent::
   act as;
 * two tenants, projects ``mass-ks-1`` and ``mass-ks-2``, each with a user
   of the same name and the ``member`` role (keystoneauth's
-  ``operator_roles``: it owns its account).
+  ``operator_roles``: it owns its account), and an EC2 credential, the
+  access key and secret an S3 client signs with (s3api's ``s3token``
+  asks Keystone to check its signatures).
 
 Writes to OUT.json every user's name, password and project id (the
-account is ``AUTH_`` + the id).  With Debian's Python (python3-keystone
+account is ``AUTH_`` + the id), and the tenants' EC2 access keys and
+secrets.  With Debian's Python (python3-keystone
 brings python3-keystoneclient).
 """
 import json
@@ -85,6 +88,11 @@ def main(argv):
         found[name] = {'password': password, 'project': project_name,
                        'project_id': project.id, 'role': role,
                        'account': 'AUTH_' + project.id}
+        if role == 'member':
+            ec2 = [c for c in ks.ec2.list(user.id)
+                   if c.tenant_id == project.id]
+            ec2 = ec2[0] if ec2 else ks.ec2.create(user.id, project.id)
+            found[name].update(ec2_access=ec2.access, ec2_secret=ec2.secret)
     with open(out, 'w') as f:
         json.dump(found, f, indent=2, sort_keys=True)
 

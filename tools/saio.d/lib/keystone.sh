@@ -21,10 +21,11 @@
 # creates the users an operator would (tools/saio.d/keystone/accounts.py;
 # their names, passwords and accounts in $KS_ACCOUNTS), and adds a fourth
 # proxy, 127.0.0.1:$KS_PROXY_PORT, whose pipeline is the first proxy's
-# (Mass and encryption included) with `authtoken keystoneauth` in place of
-# tempauth, and without s3api (which with keystoneauth wants s3token, for
-# S3 credentials Keystone would hold: not what these tests are about).
-# The other proxies keep tempauth.  `keystone down` takes the proxy away
+# (Mass and encryption included) with Keystone's auth in place of
+# tempauth, as Swift's docs set it up with s3api: `authtoken s3api s3token
+# keystoneauth` (s3token asks Keystone to check an S3 client's signature,
+# made with an EC2 credential Keystone holds).  The other proxies keep
+# tempauth.  `keystone down` takes the proxy away
 # and stops Keystone; its state stays for the next `up`.
 
 KS_PORT=${SAIO_KEYSTONE_PORT:-5000}
@@ -129,9 +130,9 @@ keystone_proxy_conf() {  # the fourth proxy: the first's pipeline, Keystone's au
     "$PY" "$INI" set "$conf.new" DEFAULT bind_port=$KS_PROXY_PORT log_name=proxy-server-4 &&
         "$PY" "$INI" set "$conf.new" filter:encryption disable_encryption=true &&
         "$PY" "$INI" pipeline without tempauth proxy-server "$conf.new" &&
-        "$PY" "$INI" pipeline without s3api proxy-server "$conf.new" &&
         "$PY" "$INI" pipeline with keystoneauth staticweb "$conf.new" &&
-        "$PY" "$INI" pipeline with authtoken keystoneauth "$conf.new" ||
+        "$PY" "$INI" pipeline with authtoken s3api "$conf.new" &&
+        "$PY" "$INI" pipeline with s3token keystoneauth "$conf.new" ||
         die "could not render $conf"
     cat >>"$conf.new" <<CONF
 
@@ -150,6 +151,11 @@ delay_auth_decision = True
 # Swift's own memcache client, as Swift's docs configure authtoken
 cache = swift.cache
 include_service_catalog = False
+
+[filter:s3token]
+use = egg:swift#s3token
+auth_uri = http://127.0.0.1:$KS_PORT/v3
+reseller_prefix = AUTH_
 
 [filter:keystoneauth]
 use = egg:swift#keystoneauth
