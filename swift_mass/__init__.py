@@ -11,5 +11,10 @@
 # under the License.
 """Mass: workload-aware storage policies for OpenStack Swift."""
 
-# One place for the version: setup.cfg reads it, /info shows it.
-__version__ = '0.2.0'
+# One place for the version, git's tag (pyproject.toml); /info shows it.
+try:
+    # written by setuptools_scm from the git tag when the package is built
+    # or installed (pyproject.toml)
+    from swift_mass._version import version as __version__
+except ImportError:  # a tree that was never built or installed
+    __version__ = '0+unknown'
