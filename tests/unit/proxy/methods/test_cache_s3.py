@@ -108,6 +108,9 @@ def presigned(app, method, path=KEY, **kwargs):
     return signed(app, method, path, signer='presigned', **kwargs)
 
 
+S3_ERROR = re.compile(rb'<Error><Code>[^<]*</Code>(<Message>[^<]*</Message>)?')
+
+
 def same_for_a_client(resp):
     """What an S3 client gets, less what differs between any two answers
     (the request ids and the date) and a multipart boundary's random
@@ -120,7 +123,12 @@ def same_for_a_client(resp):
         headers = [(k, v.replace(match.group(1), 'B')) for k, v in headers]
         body = body.replace(match.group(1).encode('ascii'), b'B')
     # s3api's error bodies name the request's id
-    body = re.sub(rb'<RequestId>[^<]*</RequestId>', b'', body)
+    error = S3_ERROR.search(body)
+    if error:
+        # an S3 error's other elements name the request: its id, and a
+        # signature's string to sign (the time signed, the proxy's port)
+        body = error.group(0)
+        headers = [(k, v) for k, v in headers if k != 'content-length']
     return resp.status, headers, body
 
 
