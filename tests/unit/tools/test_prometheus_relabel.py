@@ -88,8 +88,8 @@ TIMERS = [(name, metric, labels) for name, metric, labels in LEGACY
 
 @pytest.mark.parametrize('name,metric,labels', COUNTERS)
 @pytest.mark.parametrize('prefix', ['', 'proxy-server', 'swift.node-1'])
-def test_a_counter_is_named_as_the_exporter_names_it(prefix, name, metric,
-                                                    labels):
+def test_a_counter_is_named_as_the_exporter_names_it(
+        prefix, name, metric, labels):
     sent = '.'.join(filter(None, [prefix, name]))
     want_name, want_labels = mapped(sent)
     got = relabel(series(tool.COUNTER, {'statsd': sent,
