@@ -35,7 +35,9 @@ knows nothing of ``explain``'s tenant.
 """
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 
 from swift.common.swob import str_to_wsgi, wsgi_to_str
@@ -158,22 +160,73 @@ def run_status(args):
     """``swift-mass status``: as :func:`with_store` prints, with the
     monitoring-plugin exit statuses: 0 ok, 1 warning (a leader that has
     published no table yet), 2 critical (the store does not answer, or
-    there is no leader), 3 unknown (``[filter:mass]`` cannot be read)."""
+    there is no leader), 3 unknown (``[filter:mass]`` cannot be read).
+    With ``--textfile PATH`` it also writes them as gauges for
+    node_exporter's textfile collector (:func:`status_gauges`)."""
+    result = None
     try:
         conf, store, settings = load(args.conf)
+        result = status(args, conf, store, settings)
     except ConfigError as err:
         print('swift-mass: %s' % err, file=sys.stderr)
-        return UNKNOWN
+        code = UNKNOWN
     except Exception as err:
         output.failed(err)
-        return CRITICAL
+        code = CRITICAL
+    else:
+        output.show(args, result, fields_text)
+        code = status_exit(result)
+    if getattr(args, 'textfile', None):
+        write_textfile(args.textfile, status_gauges(code, result))
+    return code
+
+
+# (name, help) of the gauges status_gauges writes
+STATUS_GAUGES = (
+    ('mass_status_state', 'swift-mass status: 0 ok, 1 warning, '
+     '2 critical, 3 unknown'),
+    ('mass_store_up', 'Whether the shared store (Redis) answers'),
+    ('mass_leader_present', 'Whether a proxy worker holds the leader\'s '
+     'lease'),
+    ('mass_policy_table_version', 'The version of the policy table the '
+     'leader published (0: none)'),
+    ('mass_status_time_seconds', 'When swift-mass status wrote these '
+     '(an alert on its age finds a timer that stopped)'),
+)
+
+
+def status_gauges(code, result):
+    """The text of ``swift-mass status``'s gauges in Prometheus's
+    exposition format, from its exit status and result (None when it
+    had none)."""
+    result = result or {}
+    values = {
+        'mass_status_state': code,
+        'mass_store_up': int(bool((result.get('store') or {}).get('ok'))),
+        'mass_leader_present': int(result.get('leader') is not None),
+        'mass_policy_table_version': result.get('table_version') or 0,
+        'mass_status_time_seconds': round(time.time(), 3),
+    }
+    lines = []
+    for name, text in STATUS_GAUGES:
+        lines += ['# HELP %s %s' % (name, text), '# TYPE %s gauge' % name,
+                  '%s %s' % (name, values[name])]
+    return '\n'.join(lines) + '\n'
+
+
+def write_textfile(path, text):
+    """Replace ``path`` with ``text`` at once, as node_exporter's textfile
+    collector wants it (it may read the file at any moment)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix='.mass-status.')
     try:
-        result = status(args, conf, store, settings)
-    except Exception as err:
-        output.failed(err)
-        return CRITICAL
-    output.show(args, result, fields_text)
-    return status_exit(result)
+        with os.fdopen(fd, 'w') as f:
+            f.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
 
 
 def _figure(name):
@@ -391,6 +444,10 @@ def add_parsers(subparsers):
     p = subparsers.add_parser(
         'status', help='leader, store health, table version (exit status '
         '0 ok, 1 warning, 2 critical, 3 unknown: an alert can run it)')
+    p.add_argument('--textfile', metavar='PATH',
+                   help='also write them as gauges to PATH (for '
+                   'node_exporter\'s textfile collector: a *.prom file in '
+                   'its directory), replaced at once')
     p.set_defaults(func=run_status)
     p = command('tenants', tenants, tenants_text,
                 help='each tenant\'s class, substore, method and figures',

@@ -357,3 +357,48 @@ def test_status_of_a_bad_config_is_unknown(monkeypatch, capsys):
     status, out, err = run(capsys, 'status')
     assert (status, out) == (control.UNKNOWN, '')
     assert "store = 'x' is not valid" in err
+
+
+@pytest.mark.parametrize('state, gauges', [
+    ('ok', {'mass_status_state': 0, 'mass_store_up': 1,
+            'mass_leader_present': 1, 'mass_policy_table_version': 1}),
+    ('no leader', {'mass_status_state': 2, 'mass_store_up': 1,
+                   'mass_leader_present': 0,
+                   'mass_policy_table_version': 0}),
+    ('store down', {'mass_status_state': 2, 'mass_store_up': 0,
+                    'mass_leader_present': 0,
+                    'mass_policy_table_version': 0}),
+    ('bad config', {'mass_status_state': 3, 'mass_store_up': 0,
+                    'mass_leader_present': 0,
+                    'mass_policy_table_version': 0}),
+])
+def test_status_writes_its_gauges_for_node_exporter(
+        monkeypatch, capsys, tmp_path, state, gauges):
+    local = DownStore() if state == 'store down' else LocalStore()
+    if state == 'ok':
+        local.acquire_lease('proxy-1', 60000)
+        local.put_table({'AUTH_a': PolicyEntry('read')})
+
+    def load(conf_path):
+        if state == 'bad config':
+            raise ConfigError("[filter:mass] store = 'x' is not valid")
+        return MassConf({}), local, MassConf({}).control
+    monkeypatch.setattr(control, 'load', load)
+    path = tmp_path / 'mass.prom'
+    path.write_text('an older file')
+    before = time.time()
+    status, _, _ = run(capsys, 'status', '--textfile', str(path))
+    assert status == gauges['mass_status_state']
+    text = path.read_text()
+    # Prometheus's exposition format: HELP, TYPE, then the sample
+    values = {}
+    for line in text.splitlines():
+        if line.startswith('# TYPE '):
+            assert line.endswith(' gauge')
+        elif not line.startswith('# HELP '):
+            name, value = line.split(' ')
+            values[name] = float(value)
+    assert values.pop('mass_status_time_seconds') >= int(before)
+    assert values == gauges
+    # replaced at once: nothing but the file is left in the directory
+    assert [p.name for p in tmp_path.iterdir()] == ['mass.prom']
