@@ -176,6 +176,16 @@ def test_the_dashboard_reads_only_mapped_series():
                          if metric.endswith(('_bucket', '_count', '_sum'))
                          and metric.rsplit('_', 1)[0] in names else metric)
     assert used and used <= names, used - names
+    # the node picker lists every node that sends Mass's metrics: a
+    # proxy in observe mode sends no cache metric, an object server none
+    # of the proxy's
+    node = [v for v in dashboard['templating']['list']
+            if v['name'] == 'instance'][0]
+    assert node['definition'] == \
+        'label_values({__name__=~"mass_.+"}, instance)'
+    for panel in dashboard['panels']:
+        for target in panel['targets']:
+            assert 'instance=~"$instance"' in target['expr'], panel['title']
     titles = ' '.join(panel['title'] for panel in dashboard['panels'])
     for wanted in ('Cache hit ratio', 'workload class', 'Queue wait',
                    'Refused', 'flushes per write', 'decisions'):
