@@ -81,13 +81,17 @@ timeline shows when Mass reacted.
 
 Results: a table on stdout (``mass_bench.report``), ``results.json``
 (non-finite numbers as null), and PNG plots in ``--out`` when matplotlib
-is installed (``mass_bench.plots``).  While it runs, ``runs-so-far.json``
-in ``--out`` holds every run finished, so a comparison that dies keeps
-them (it goes once ``results.json`` is written).  Benchmarks are not
-tests: nothing here asserts a speed.
+is installed (``mass_bench.plots``).  ``--redraw DIR`` draws the plots
+again from DIR's ``results.json`` or ``results.json.gz`` (docs/benchmarks
+keeps the results gzipped and not the plots), and touches no cluster.
+While it runs, ``runs-so-far.json`` in ``--out`` holds every run
+finished, so a comparison that dies keeps them (it goes once
+``results.json`` is written).  Benchmarks are not tests: nothing here
+asserts a speed.
 """
 import argparse
 import configparser
+import gzip
 import json
 import logging
 import math
@@ -642,7 +646,9 @@ def add_arguments(parser):
         'objects reads, deletes and overwrites pick: uniform over each '
         'client\'s share of the set, or by Zipf rank over the whole set), '
         'overwrite=0|1 (PUTs rewrite objects of the set instead of creating '
-        'new ones); repeatable '
+        'new ones), api=swift|s3 (s3: the clients speak S3 to the proxy\'s '
+        's3api, signed with SigV4, the user as the access key and the key '
+        'as the secret); repeatable '
         '(default: %s)' % (', '.join(sorted(workloads.PRESETS)),
                            ' '.join(DEFAULT_TENANTS)))
     parser.add_argument('--modes', default=','.join(MODES),
@@ -707,6 +713,9 @@ def add_arguments(parser):
     parser.add_argument('--no-plots', action='store_true',
                         help='no PNG plots (without matplotlib there are '
                         'none anyway)')
+    parser.add_argument('--redraw', metavar='DIR',
+                        help='run nothing: draw the plots of DIR\'s '
+                        'results.json (or results.json.gz) into DIR again')
 
 
 def main(argv=None):
@@ -715,6 +724,8 @@ def main(argv=None):
         'SAIO, compared with and without Mass (mass_bench.bench).')
     add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.redraw is not None:
+        return redraw(args.redraw)
     try:
         tenants = [clients.Tenant.parse(t) for t in (args.tenant or
                                                      DEFAULT_TENANTS)]
@@ -836,6 +847,66 @@ def draw_plots(result, out):
     except Exception as err:
         print('plots: not drawn: %s: %s' % (type(err).__name__, err))
         return []
+
+
+# what a run writes, and what docs/benchmarks keeps of it
+RESULTS_FILES = ('results.json', 'results.json.gz')
+
+
+def load_results(folder):
+    """(path, result) of ``folder``'s results.json, or else of its
+    results.json.gz; ValueError if it has neither or the file is not a
+    tools/bench result, OSError if it cannot be read."""
+    for name in RESULTS_FILES:
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            continue
+        opener = gzip.open if name.endswith('.gz') else open
+        with opener(path, 'rt') as fp:
+            result = json.load(fp)
+        if not isinstance(result, dict) or not {'runs', 'modes'} <= set(
+                result):
+            raise ValueError('%s is not a tools/bench result (it has no '
+                             'runs and modes)' % path)
+        return path, result
+    inside = _folders_with_results(folder)
+    raise ValueError('no %s in %s%s' % (
+        ' or '.join(RESULTS_FILES), folder,
+        '; its folders with one, each to be redrawn: %s' % ', '.join(inside)
+        if inside else ''))
+
+
+def _folders_with_results(folder):
+    """The names of ``folder``'s folders that hold results (a run of
+    several comparisons keeps one in each)."""
+    if not os.path.isdir(folder):
+        return []
+    return sorted(name for name in os.listdir(folder) if any(
+        os.path.exists(os.path.join(folder, name, results))
+        for results in RESULTS_FILES))
+
+
+def redraw(folder):
+    """``--redraw``: the plots of ``folder``'s results drawn into it
+    again; the exit status (0: drawn)."""
+    from mass_bench import plots
+    try:
+        path, result = load_results(folder)
+    except (OSError, EOFError, ValueError) as err:
+        print('tools/bench: --redraw: %s' % err, file=sys.stderr)
+        return 2
+    if not plots.available():
+        print('tools/bench: --redraw: matplotlib is not installed (pip '
+              'install matplotlib)', file=sys.stderr)
+        return 1
+    paths = draw_plots(result, folder)
+    for drawn in paths:
+        print('plot: %s' % drawn)
+    if not paths:
+        print('tools/bench: --redraw: no plot drawn from %s' % path,
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 def _workload_dict(w):

@@ -31,12 +31,17 @@ COMMAND = 'swift_mass.cli'
 CONTROL = 'swift_mass.control'
 
 
+# written by setuptools_scm at build and install time (pyproject.toml),
+# not the project's source
+GENERATED = ('_version.py',)
+
+
 def modules():
-    """{module name: path} of every module of the package."""
+    """{module name: path} of every module of the package's source."""
     found = {}
     for folder, _dirs, files in os.walk(PACKAGE):
         for name in files:
-            if not name.endswith('.py'):
+            if not name.endswith('.py') or name in GENERATED:
                 continue
             path = os.path.join(folder, name)
             rel = os.path.relpath(path, ROOT)[:-3].replace(os.sep, '.')
