@@ -20,7 +20,7 @@ tenant succeeds in both modes and every tenant, the noisy one included,
 progresses; the throttle held the devices to their limit while the noisy
 writer asked for more; with Mass, requests waited for mass_queue's slots
 and the object servers saw the urgent mark.  The latencies are printed,
-not asserted (docs/benchmarks.md, "Slots as the bottleneck", has the full
+not asserted (docs/benchmarks/slots-bottleneck/README.md has the full
 ABBA run).
 """
 import os
