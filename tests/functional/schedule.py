@@ -176,6 +176,8 @@ class ScheduledLoad(AcknowledgedLoad):
         # X-Timestamp the proxy gives it, within the time it takes to
         # reach it (each object has one writer, one write at a time)
         self.issued_at = {name: {} for name in self.names}
+        # {name: {version: the wall clock when its answer came}}
+        self.answered_at = {name: {} for name in self.names}
         self.writing = threading.Event()
         self.writing.set()
 
@@ -188,6 +190,9 @@ class ScheduledLoad(AcknowledgedLoad):
             version = self.history.issued[name] + 1
             self.issued_at[name][version] = issued_at
         super(ScheduledLoad, self)._write(name, kind, proxy)
+        answered_at = time.time()
+        with self.history.lock:
+            self.answered_at[name][version] = answered_at
 
     def history_of(self, what):
         """Every write of a bad read's object up to the last issued when
@@ -221,43 +226,66 @@ class ScheduledLoad(AcknowledgedLoad):
     def reordered_by_clock(self, name, floor, ceiling, resp):
         """Whether a read that is stale or wrong by the order the writes
         were issued in is right by Swift's order, that of their
-        X-Timestamps (the wall clock when each was issued): after a step
-        of the wall clock back, a write is dated before writes issued
-        earlier, and Swift serves the newest by date (newer metadata on
-        older data too), as it does without Mass.  Without a step the two
-        orders are one, and this never excuses a read."""
+        X-Timestamps: after a step of the wall clock, a write is dated
+        before writes issued earlier, and Swift serves the newest by date
+        (newer metadata on older data too), as it does without Mass.  A
+        write's X-Timestamp is the proxy's wall clock at some moment
+        between when it was issued and when it was answered (:meth:`span`:
+        one write may be issued before a step and dated after it), so the
+        read is right if some dating within those spans makes it so.
+        Without a step, and with writes of an object one at a time, the
+        spans do not overlap and this never excuses a read."""
         h = self.history
         with h.lock:
             kinds = dict(h.ops[name])
             acknowledged = {v for v in self.acknowledged[name] if v <= floor}
-            at = dict(self.issued_at[name])
-        if any(v not in at for v in acknowledged):
+            spans = {v: self.span(name, v) for v in kinds}
+        spans = {v: span for v, span in spans.items() if span is not None}
+        if any(v not in spans for v in acknowledged):
             return False
 
-        def newer(v, than):
-            return at[v] > at[than]
+        def maybe_newer(v, than):
+            return spans[v][1] > spans[than][0]
+
+        def surely_newer(v, than):
+            return spans[v][0] > spans[than][1]
         if resp.status_code == 404:
-            last = max(acknowledged, key=lambda v: at[v], default=None)
-            return last is None or kinds[last] == 'DELETE' or any(
-                kind == 'DELETE' and v <= ceiling and v in at and
-                newer(v, last) for v, kind in kinds.items())
+            # some DELETE may be the newest write by date
+            return not acknowledged or any(
+                kind == 'DELETE' and v <= ceiling and v in spans and
+                not any(surely_newer(w, v) for w in acknowledged
+                        if kinds[w] in ('PUT', 'POST'))
+                for v, kind in kinds.items())
         try:
             meta = int(resp.headers['X-Object-Meta-V'])
         except (KeyError, ValueError):
             return False
         data = data_version(name, resp.content)
-        if data is None or kinds.get(data) != 'PUT' or data not in at or \
-                kinds.get(meta) not in ('PUT', 'POST') or meta not in at or \
-                max(data, meta) > ceiling:
+        if data is None or kinds.get(data) != 'PUT' or data not in spans or \
+                kinds.get(meta) not in ('PUT', 'POST') or \
+                meta not in spans or max(data, meta) > ceiling:
             return False
         if meta != data and not (kinds[meta] == 'POST' and
-                                 newer(meta, data)):
+                                 maybe_newer(meta, data)):
             return False
-        shown = meta if newer(meta, data) else data
+        shown = meta
         return not any(
-            (kinds[v] in ('PUT', 'DELETE') and newer(v, data)) or
-            (kinds[v] == 'POST' and newer(v, shown) and newer(v, data))
+            (kinds[v] in ('PUT', 'DELETE') and v != data and
+             surely_newer(v, data)) or
+            (kinds[v] == 'POST' and v != shown and
+             surely_newer(v, shown) and surely_newer(v, data))
             for v in acknowledged)
+
+    def span(self, name, version):
+        """``(earliest, latest)`` wall-clock time of the X-Timestamp the
+        proxy gave a write: between when it was issued and when its answer
+        came (either may be the earlier, when the clock was stepped back
+        between them); None for a write not issued or not answered."""
+        issued = self.issued_at[name].get(version)
+        answered = self.answered_at[name].get(version)
+        if issued is None or answered is None:
+            return None
+        return min(issued, answered), max(issued, answered)
 
     def verdict(self, name, floor, ceiling, resp):
         """AcknowledgedLoad's, except that a read reordered by a step of

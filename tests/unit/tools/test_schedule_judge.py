@@ -13,6 +13,7 @@
 ScheduledLoad.verdict) on histories the soak met: a read is judged by the
 writes Swift acknowledged, as Swift keeps them."""
 from tests.functional.schedule import ScheduledLoad
+from tests.functional.test_cache import body_for
 
 NAME = 'o'
 PROXY = 'http://127.0.0.1:8081'
@@ -75,3 +76,45 @@ def _more(load, *writes):
         load.client.statuses.append(status)
         load._write(NAME, kind, PROXY)
     return load
+
+
+def record(load, kind, status, issued, answered):
+    """A write of NAME issued and answered at these wall-clock times."""
+    h = load.history
+    version = h.issue(NAME, kind)
+    load.issued_at[NAME][version] = issued
+    load.answered_at[NAME][version] = answered
+    h.via[NAME][version] = (PROXY[-4:], '%.3f' % answered, status)
+    if status == {'PUT': 201, 'POST': 202, 'DELETE': 204}[kind]:
+        h.acked[NAME] = version
+        load.acknowledged[NAME].add(version)
+    return version
+
+
+def read_of(data, meta):
+    return Answer(200, {'X-Object-Meta-V': str(meta)},
+                  body_for(NAME, data))
+
+
+def test_a_post_dated_by_a_clock_stepped_forward_may_hold_a_later_puts_data():
+    # Seen in the soak (seed 87): the clock stepped +7.3 s; a POST issued
+    # just before it was stepped back got the later date, and a PUT issued
+    # after the step back, at the same wall-clock millisecond, an earlier
+    # one: Swift serves the PUT's data with the POST's metadata.
+    load = ScheduledLoad(Scripted(), [NAME])
+    record(load, 'PUT', 201, 1000.000, 1000.050)
+    post = record(load, 'POST', 202, 1007.865, 1007.949)  # stepped forward
+    # stepped back: dated before the PUT of 1000.0 is not, older than the
+    # POST's date: 202, refused
+    record(load, 'PUT', 202, 1001.128, 1001.158)
+    put = record(load, 'PUT', 201, 1007.865, 1007.919)
+    read = read_of(put, post)
+    assert load.verdict(NAME, put, put, read) == 'reordered'
+
+
+def test_without_a_clock_step_metadata_older_than_the_data_is_wrong():
+    load = ScheduledLoad(Scripted(), [NAME])
+    record(load, 'PUT', 201, 1000.000, 1000.050)
+    post = record(load, 'POST', 202, 1000.100, 1000.150)
+    put = record(load, 'PUT', 201, 1000.200, 1000.250)
+    assert load.verdict(NAME, put, put, read_of(put, post)) == 'wrong'
