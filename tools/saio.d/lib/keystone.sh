@@ -156,6 +156,15 @@ include_service_catalog = False
 use = egg:swift#s3token
 auth_uri = http://127.0.0.1:$KS_PORT/v3
 reseller_prefix = AUTH_
+# Keystone answers /v3/s3tokens only to an authenticated service (401
+# otherwise, seen with Debian's): the proxy's service user, as authtoken's
+auth_type = password
+auth_url = http://127.0.0.1:$KS_PORT
+username = swift
+password = $swift_password
+project_name = service
+user_domain_id = default
+project_domain_id = default
 
 [filter:keystoneauth]
 use = egg:swift#keystoneauth
