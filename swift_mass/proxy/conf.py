@@ -46,14 +46,20 @@ def _warmup_option(conf, section, window):
 def _control_settings(conf, section=SECTION, interval=5.0):
     """The control loop's settings (swift_mass.control.controller.Settings);
     `interval`, the ``interval`` option, is how long a decision may take
-    to reach every worker."""
+    to reach every worker.  Each default is the control loop's own
+    (controller.DEFAULT_SETTINGS, its thresholds classify's): one table,
+    which the sample's values are tested against."""
+    default = controller.DEFAULT_SETTINGS
+    limits = default.thresholds
     thresholds = classify.Thresholds(
-        read_share=float_option(conf, section, 'read_share', 0.8, 0.0, 1.0),
-        write_share=float_option(conf, section, 'write_share', 0.2, 0.0,
-                                 1.0),
-        min_requests=int_option(conf, section, 'min_requests', 50, 1),
-        hysteresis=float_option(conf, section, 'hysteresis', 0.05, 0.0,
-                                0.5))
+        read_share=float_option(conf, section, 'read_share',
+                                limits.read_share, 0.0, 1.0),
+        write_share=float_option(conf, section, 'write_share',
+                                 limits.write_share, 0.0, 1.0),
+        min_requests=int_option(conf, section, 'min_requests',
+                                limits.min_requests, 1),
+        hysteresis=float_option(conf, section, 'hysteresis',
+                                limits.hysteresis, 0.0, 0.5))
     try:
         classify.check_thresholds(thresholds)
     except ValueError as err:
@@ -64,17 +70,19 @@ def _control_settings(conf, section=SECTION, interval=5.0):
         substores[cls] = substore_option(conf, section, '%s_substore' % cls)
         methods[cls] = choice_option(
             conf, section, '%s_method' % cls,
-            controller.DEFAULT_METHODS[cls], controller.METHODS)
-    window = int_option(conf, section, 'window_seconds', 60, 10)
+            default.methods[cls], controller.METHODS)
+    window = int_option(conf, section, 'window_seconds', default.window, 10)
     return controller.Settings(
         thresholds=thresholds, substores=substores, methods=methods,
         window=window,
-        margin=float_option(conf, section, 'validation_margin', 0.15, 0.0,
-                            10.0),
-        holdoff=int_option(conf, section, 'holdoff_seconds', 600, 0),
+        margin=float_option(conf, section, 'validation_margin',
+                            default.margin, 0.0, 10.0),
+        holdoff=int_option(conf, section, 'holdoff_seconds',
+                           default.holdoff, 0),
         warmup=_warmup_option(conf, section, window),
         validation_window=int_option(conf, section,
-                                     'validation_window_seconds', 60, 10),
+                                     'validation_window_seconds',
+                                     default.validation_window, 10),
         interval=interval)
 
 
@@ -162,7 +170,8 @@ class MassConf(object):
             conf, section, 'default_priority', tags.DEFAULT_PRIORITY,
             tags.PRIORITY_MIN, tags.PRIORITY_MAX)
         self.control_loop = bool_option(conf, section, 'control_loop', True)
-        self.interval = float_option(conf, section, 'interval', 5.0, 0.1,
+        self.interval = float_option(conf, section, 'interval',
+                                     controller.DEFAULT_SETTINGS.interval, 0.1,
                                      300.0)
         self.bucket_seconds = int_option(conf, section, 'bucket_seconds', 5,
                                          1)

@@ -319,3 +319,61 @@ def test_opt_out_accounts_are_the_paths_account_names():
         "[filter:mass] opt_out_accounts = 'AUTH_a, /v1/AUTH_b' is not "
         "valid; allowed: account names as a path carries them, "
         "comma-separated (AUTH_a, AUTH_b), without \"/\"")
+
+
+def parsed(value):
+    """A parsed configuration as plain values, to compare two."""
+    if hasattr(value, '_asdict'):
+        return {k: parsed(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: parsed(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [parsed(v) for v in value]
+    if hasattr(value, '__dict__') and not callable(value):
+        return {k: parsed(v) for k, v in vars(value).items()
+                if not k.startswith('_')}
+    return value
+
+
+def test_the_samples_values_are_the_defaults():
+    # as Swift's sharder holds DEFAULT_SHARDER_CONF against its sample:
+    # each option the sample shows, set to the value it shows, parses to
+    # what no option does
+    sample = os.path.join(os.path.dirname(__file__), '..', '..', 'etc',
+                          'proxy-server.conf-sample')
+    with open(sample) as f:
+        section = f.read().split('[filter:mass]')[1]
+    section = section.split('per-substore proxy tuning')[0]
+    shown = {}
+    for name, value in re.findall(r'^# ([a-z_]+) =[ ]?(.*)$', section, re.M):
+        if name.startswith(('log_', 'statsd_')) or name == 'memcache_servers':
+            continue  # Swift's own
+        # "measured   (measured | configured)": the value, then its choices
+        shown[name] = re.split(r'\s{2,}', value.strip())[0]
+    assert len(shown) > 30
+    default = parsed(MassConf({}))
+    differ = {name: value for name, value in shown.items()
+              if parsed(MassConf({name: value})) != default}
+    assert differ == {}
+
+
+def test_the_object_server_samples_values_are_the_defaults():
+    sample = os.path.join(os.path.dirname(__file__), '..', '..', 'etc',
+                          'object-server.conf-sample')
+    with open(sample) as f:
+        section = f.read().split('[filter:mass_queue]')[1]
+    shown = {}
+    for name, value in re.findall(r'^# ([a-z_]+) =[ ]?(.*)$', section, re.M):
+        if name.startswith(('log_', 'statsd_')):
+            continue  # Swift's own
+        shown[name] = re.split(r'\s{2,}', value.strip())[0]
+    assert len(shown) > 10
+    default = parsed(QueueConf({}))
+    differ = {}
+    for name, value in shown.items():
+        try:
+            if parsed(QueueConf({name: value})) != default:
+                differ[name] = value
+        except ConfigError as err:
+            differ[name] = str(err)
+    assert differ == {}
