@@ -151,9 +151,9 @@ DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0'
 #: the shared store's connect and reply timeout (``redis_timeout_ms``).
 #: Only the control loop calls the store, beside the requests, so a slow
 #: reply delays no client; at 50 ms, proxies whose CPU was saturated read
-#: replies late and passed the store over to memcache and back every few
-#: seconds (48 times in 20 minutes of the hetero comparison), deciding
-#: from its stale table meanwhile.
+#: replies late and passed the store over to memcache and back again and
+#: again, deciding from its stale table meanwhile
+#: (docs/benchmarks/hetero-device-bound/README.md).
 DEFAULT_REDIS_TIMEOUT_MS = 500
 
 #: seconds a pool of a Sentinel URL uses the master it found before it asks

@@ -19,14 +19,9 @@ Every name is spelled here once, with its WSGI environ key beside it; both
 filters and ``swift-mass`` use these, and nothing in this module imports
 Swift or eventlet (``swift-mass`` imports it on operators' machines).
 
-No tag names the tenant: a tenant is the account of the request's path, and
-every storage server sees that account in its own path
-(``/<device>/<partition>/<account>/...``).  Each ``X-Backend-*`` header
-costs Swift's proxy work on every backend request, and a tenant tag could
-only repeat the path (or disagree with it).  ``mass_queue`` ignores the
-``X-Backend-Mass-Tenant`` that proxies of earlier releases send during a
-rolling upgrade (it always named the path's account); ``mass`` still strips
-one a client sends, as any name in the Mass namespaces.
+No tag names the tenant, the account of the request's path: why, and the
+``X-Backend-Mass-Tenant`` of earlier releases, in docs/architecture.md,
+"Why no header names the tenant".
 
 Priorities are integers from PRIORITY_MIN (background) to PRIORITY_MAX (most
 urgent); a larger number is served first.

@@ -63,9 +63,10 @@ def collector_paused():
     A tick allocates a few containers per tenant (counts, figures), freed
     by reference counting, none in a cycle; but with some 100,000 of them
     made in a row the collector runs full collections, each through the
-    worker's whole heap (the table included): at 100,000 tenants some 40 %
-    of a leader's tick.  Cyclic garbage made meanwhile, by the tick or by
-    requests served in its pauses, waits until the collector runs again.
+    worker's whole heap (the table included): a large share of a leader's
+    tick at 100,000 tenants (docs/scale.md).  Cyclic garbage made
+    meanwhile, by the tick or by requests served in its pauses, waits
+    until the collector runs again.
     """
     enabled = gc.isenabled()
     gc.disable()

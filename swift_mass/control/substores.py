@@ -15,12 +15,12 @@ substore kept only where the devices were measured faster, for that
 class's requests, than the default policy's.
 
 Mass moves a tenant to a substore to make its requests faster.  A
-substore of slower devices makes them slower, whatever its name says:
-measured on the hetero SAIO, a writer sent to an all-HDD ``bulk`` wrote a
-quarter less than on the default policy, whose ring also holds SSDs.  So,
-with ``substore_routing = measured`` (the default), the leader compares
-the two by the devices' probed speeds (``swift-mass devices probe``, kept
-in the classes file: :mod:`swift_mass.device_speeds`):
+substore of slower devices makes them slower, whatever its name says (as
+measured on the hetero SAIO: docs/routing.md, "Only where measured
+faster").  So, with ``substore_routing = measured`` (the default), the
+leader compares the two by the devices' probed speeds (``swift-mass
+devices probe``, kept in the classes file:
+:mod:`swift_mass.device_speeds`):
 
 * a policy's *time per request* for a class is the mean, over its object
   ring's devices weighted by their share of the ring's weight (the share

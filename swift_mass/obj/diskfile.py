@@ -56,12 +56,10 @@ write therefore asks its own file's descriptor:
 writeback error recorded since that descriptor was opened (the file's own
 errseq), whoever's flush wrote the pages, and raises it like a failed
 fsync.  With the pages just written by the flush it writes nothing and
-waits for nothing: measured on XFS and on ext4 on a loop device, 20 files
-of 64 KiB after a syncfs, the 20 calls added 0 write requests and 0 cache
-flushes (``/sys/block/<loop>/stat``; the functional tests check it on
-XFS).  ``fdatasync`` reports the same error but added one cache flush per
-call (20 requests of 0 sectors, 20 flushes), as both filesystems send one
-when they have nothing to commit: the per-write device operation group
+waits for nothing (measured: docs/queue.md, "Group commit's
+measurements"; the functional tests check it on XFS).  ``fdatasync``
+reports the same error but sends a cache flush per call, as XFS and ext4
+do when they have nothing to commit: the per-write device operation group
 commit exists to avoid.  The manager
 refuses to start on a kernel older than 5.8 (:func:`check_kernel`), whose
 syncfs reports no writeback error at all.
@@ -99,19 +97,14 @@ their own and a group is rarely more than one write.  A write that ends
 without a put (an error, a client gone) stops being waited for.
 
 **Cost.**  A write waits for two flushes, so about one flush longer than
-with a single flush after the rename, and one write alone costs two
-(Swift's fsyncs cost as many: 4 cache flushes per write on XFS, measured).
-Each flush carries the data of some writes and the renames of others, so a
-busy device flushes no more often.  Measured on XFS on a loop device with
-each flush made to take 10 ms, 8 writers one write after another: 0.39
-flushes per write, 0.89 cache flushes per write (a single flush after the
-rename: 0.64; Swift's fsyncs on the same device, not slowed down: 1.84),
-and 194 writes a second against 333 with the single flush, since each
-write now waits for about 2.5 flushes instead of 1.5.  Against Swift's
-own diskfile on the SAIO's modelled HDDs (``tools/bench-group-commit``,
-docs/benchmarks.md): 16 % fewer device I/Os per replica write, all of it
-flushes.  With two flushes a write and W writes in flight on a device,
-the device flushes at least 2 / W times a write, however long it lingers.
+with a single flush after the rename, and one write alone costs two, as
+many as Swift's fsyncs.  Each flush carries the data of some
+writes and the renames of others, so a busy device flushes no more often.
+With two flushes a write and W writes in flight on a device, the device
+flushes at least 2 / W times a write, however long it lingers.  What it
+was measured to cost and save, on a loop device and against Swift's own
+diskfile on the SAIO's modelled HDDs: docs/queue.md, "Group commit's
+measurements".
 
 **Where it is weaker than Swift's fsyncs.**
 

@@ -82,14 +82,9 @@ class MassQueueMiddleware(object):
     whatever it carries.
 
     Tenant.  The tenant of a request is the account of its path
-    (``/<device>/<partition>/<account>/<container>/<object>``), the very
-    account the proxy's ``mass`` took the tenant from; no tag carries it,
-    which spares every backend request a header Swift would copy and
-    re-encode, and the path cannot disagree with the tenant.  The filter
-    does not record it in the environ (nothing on the object server reads
-    it).  An ``X-Backend-Mass-Tenant`` header, which proxies of earlier
-    Mass releases send during a rolling upgrade, is ignored: it always
-    named the path's account.
+    (``/<device>/<partition>/<account>/<container>/<object>``); no tag
+    carries it (why: docs/architecture.md, "Why no header names the
+    tenant").
 
     Queue.  Every request the object server would serve from one of its
     devices (``/<device>/<partition>/...``; the device a directory under

@@ -77,10 +77,9 @@ class DeviceQueues(Mapping):
             waited past its deadline
         """
         queue = self._queue_of(device)
-        # The tenant is the path's account, a native string as the
-        # configured urgent_tenants are; an X-Backend-Mass-Tenant (sent by
-        # proxies older than this filter, naming the same account) is
-        # ignored.
+        # The tenant is the path's account (no tag carries it:
+        # docs/architecture.md, "Why no header names the tenant"), a
+        # native string as the configured urgent_tenants are.
         tenant = (account or None) \
             if self.conf.urgent_tenants or urgent else None
         if urgent and len(self.urgent_seen) < MAX_URGENT_SEEN:
@@ -89,8 +88,9 @@ class DeviceQueues(Mapping):
         ticket = queue.arrive(priority, tenant, batch, urgent=urgent)
         labels = {'device': device, 'priority': label}
         if ticket.state == device_queue.WAITING:
-            # A statsd packet costs the object server some 20 us of CPU:
-            # a request admitted at once sends none beyond its priority.
+            # A statsd packet costs the object server CPU (docs/metrics.md,
+            # "Cost"): a request admitted at once sends none beyond its
+            # priority.
             metrics.timing(self.logger, 'queue.depth', 'depth',
                            queue.waiting, labels)
             self._wait(queue, ticket)

@@ -217,13 +217,8 @@ class MassMiddleware(object):
       the priority and class as ``X-Backend-Mass-Priority`` / ``-Class``
       headers, which Swift's proxy forwards to every account, container
       and object server the request reaches; ``mass_queue`` reads them on
-      the object servers.  No header carries the tenant: it is the account
-      of the request's path, which the storage servers see in their own
-      path (``/<device>/<partition>/<account>/...``), so a tenant tag
-      would cost every backend request a header Swift copies and
-      re-encodes and could only repeat the path; ``mass_queue`` ignores the
-      ``X-Backend-Mass-Tenant`` of proxies of earlier releases during a
-      rolling upgrade (it always named the path's account);
+      the object servers.  No header carries the tenant (why:
+      docs/architecture.md, "Why no header names the tenant");
       a tenant an operator marked urgent in its account sysmeta also gets
       ``X-Backend-Mass-Urgent: true``, and a tenant whose policy's method
       is batch ``X-Backend-Mass-Batch: true``;
@@ -258,9 +253,8 @@ class MassMiddleware(object):
     writes the entries that changed.  Each decision is logged with its
     reason and kept durably in the tenant's account sysmeta
     (``swift_mass.proxy.sysmeta``), so it survives the loss of the shared
-    store and reloads.  The shared store is Redis; when Redis is down,
-    Swift's memcache, then worker-local state, stand in (a request never
-    fails or waits because a store is down).
+    store and reloads.  The shared store is Redis (while it is down:
+    docs/runbook.md, "Redis is down").
 
     Routing: a container PUT of a tenant whose policy names a substore (a
     storage policy of swift.conf) gets ``X-Storage-Policy: <substore>`` when

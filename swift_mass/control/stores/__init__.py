@@ -51,11 +51,9 @@ fallbacks.  These three let their errors propagate;
 :mod:`~swift_mass.control.stores.resilient`'s ``ResilientStore`` chains
 them, each behind a circuit breaker (:class:`swift_mass.breaker.Breaker`;
 Redis -> memcache -> local, built by :func:`store_from_conf`), and never
-raises, so no request fails because a store is down.  What was written
-to a fallback during an outage is not copied back: once the primary
-answers again, its (older) table, pins and counters are what every worker
-sees, and the controller brings the table up to date from there; pins set
-during the outage must be set again.
+raises, so no request fails because a store is down.  Nothing written to
+a fallback is copied back; what that means once Redis answers again:
+docs/runbook.md, "Redis is down".
 """
 
 from swift_mass.control.stores import local, memcache_store, redis_store, \

@@ -79,10 +79,10 @@ class RedisStore(Store):
     """
     name = 'redis'
 
-    # Each script call keeps Redis a few milliseconds (measured: 500
-    # tenants' counters read in 5 to 35 ms on a loaded 2-core machine),
-    # well within a reply timeout (redis_timeout_ms, 500 by default), and
-    # other clients' commands go between two calls.
+    # Each script call keeps Redis a few milliseconds (measured:
+    # docs/scale.md, "How"), well within a reply timeout
+    # (redis_timeout_ms, 500 by default), and other clients' commands go
+    # between two calls.
     #: tenants per script call of a flush, and of a read of counters
     COUNTS_CHUNK = 250
     READ_CHUNK = 500
