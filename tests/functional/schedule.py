@@ -178,6 +178,11 @@ class ScheduledLoad(AcknowledgedLoad):
         self.issued_at = {name: {} for name in self.names}
         # {name: {version: the wall clock when its answer came}}
         self.answered_at = {name: {} for name in self.names}
+        # the size of the step of the wall clock under way (the clock
+        # fault, until its settle ended), and by how much each write's
+        # span widens for it: {name: {version: seconds}}
+        self.clock_step = 0.0
+        self.widened = {name: {} for name in self.names}
         self.writing = threading.Event()
         self.writing.set()
 
@@ -186,6 +191,7 @@ class ScheduledLoad(AcknowledgedLoad):
             time.sleep(0.05)  # paused: no write is issued
             return
         issued_at = time.time()
+        stepping = self.clock_step
         with self.history.lock:
             version = self.history.issued[name] + 1
             self.issued_at[name][version] = issued_at
@@ -193,6 +199,7 @@ class ScheduledLoad(AcknowledgedLoad):
         answered_at = time.time()
         with self.history.lock:
             self.answered_at[name][version] = answered_at
+            self.widened[name][version] = max(stepping, self.clock_step)
 
     def history_of(self, what):
         """Every write of a bad read's object up to the last issued when
@@ -279,13 +286,17 @@ class ScheduledLoad(AcknowledgedLoad):
     def span(self, name, version):
         """``(earliest, latest)`` wall-clock time of the X-Timestamp the
         proxy gave a write: between when it was issued and when its answer
-        came (either may be the earlier, when the clock was stepped back
-        between them); None for a write not issued or not answered."""
+        came, by the wall clock.  While the clock fault stepped the clock
+        (by S seconds), the proxy's clock may have shown anything within S
+        of those two readings when it dated the write (issued before the
+        step and dated after it, or the other way round), so the span
+        widens by S; None for a write not issued or not answered."""
         issued = self.issued_at[name].get(version)
         answered = self.answered_at[name].get(version)
         if issued is None or answered is None:
             return None
-        return min(issued, answered), max(issued, answered)
+        widen = self.widened[name].get(version, 0.0)
+        return min(issued, answered) - widen, max(issued, answered) + widen
 
     def verdict(self, name, floor, ceiling, resp):
         """AcknowledgedLoad's, except that a read reordered by a step of
@@ -497,6 +508,8 @@ def run_fault(tenants, loads, name, params):
         return 'failed over to a replica %.1f s behind, for %.1f s' % (
             params['seconds'], params['hold'])
     if name == 'clock':
+        for load in loads:
+            load.clock_step = abs(params['step'])
         step_wall_clock(params['step'], params['seconds'])
         return 'wall clock stepped %+.1f s for %.1f s' % (
             params['step'], params['seconds'])
@@ -545,6 +558,8 @@ def run_schedule(tenants, seed, faults=3):
                 load.phase = name
             events.append(run_fault(tenants, loads, name, params))
             time.sleep(params['settle'])
+            for load in loads:
+                load.clock_step = 0.0
         for load in loads:
             load.finish()
             load.check_lost()

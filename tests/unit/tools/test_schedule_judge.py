@@ -78,12 +78,14 @@ def _more(load, *writes):
     return load
 
 
-def record(load, kind, status, issued, answered):
-    """A write of NAME issued and answered at these wall-clock times."""
+def record(load, kind, status, issued, answered, stepping=0.0):
+    """A write of NAME issued and answered at these wall-clock times,
+    ``stepping``: the size of a step of the clock under way."""
     h = load.history
     version = h.issue(NAME, kind)
     load.issued_at[NAME][version] = issued
     load.answered_at[NAME][version] = answered
+    load.widened[NAME][version] = stepping
     h.via[NAME][version] = (PROXY[-4:], '%.3f' % answered, status)
     if status == {'PUT': 201, 'POST': 202, 'DELETE': 204}[kind]:
         h.acked[NAME] = version
@@ -117,4 +119,27 @@ def test_without_a_clock_step_metadata_older_than_the_data_is_wrong():
     record(load, 'PUT', 201, 1000.000, 1000.050)
     post = record(load, 'POST', 202, 1000.100, 1000.150)
     put = record(load, 'PUT', 201, 1000.200, 1000.250)
+    assert load.verdict(NAME, put, put, read_of(put, post)) == 'wrong'
+
+
+def test_a_write_issued_in_a_stepped_clock_may_be_dated_past_its_issue():
+    # Seen in the soak (seed 16): the clock stepped +3.4 s; a POST issued
+    # at 1048.723 (stepped) was dated 1048.767 and answered at 1045.480,
+    # after the step back; the PUT issued after it, at 1046.007, got its
+    # data read with that POST's metadata, as Swift dates them.
+    load = ScheduledLoad(Scripted(), [NAME])
+    record(load, 'PUT', 201, 1043.210, 1043.302)
+    post = record(load, 'POST', 202, 1048.723, 1045.480, stepping=3.4)
+    record(load, 'PUT', 201, 1045.576, 1045.639, stepping=3.4)
+    record(load, 'DELETE', 204, 1045.699, 1045.745, stepping=3.4)
+    put = record(load, 'PUT', 201, 1046.007, 1046.075, stepping=3.4)
+    assert load.verdict(NAME, put, put, read_of(put, post)) == 'reordered'
+    # the same writes with no step under way: the POST is older than the
+    # PUT whose data was read, and its metadata on that data is wrong
+    load = ScheduledLoad(Scripted(), [NAME])
+    record(load, 'PUT', 201, 1043.210, 1043.302)
+    post = record(load, 'POST', 202, 1045.400, 1045.480)
+    record(load, 'PUT', 201, 1045.576, 1045.639)
+    record(load, 'DELETE', 204, 1045.699, 1045.745)
+    put = record(load, 'PUT', 201, 1046.007, 1046.075)
     assert load.verdict(NAME, put, put, read_of(put, post)) == 'wrong'
