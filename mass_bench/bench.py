@@ -11,7 +11,9 @@
 # under the License.
 """``tools/bench`` (``python3 -m mass_bench``): several tenants' workloads
 at once against a SAIO, compared across modes in one run.  This module is
-the driver: the modes, a run, the ABBA cycles and the command line.
+the command line; the modes are ``mass_bench.modes``', a run and the ABBA
+cycles ``mass_bench.driver``'s, the results files ``mass_bench.results``'.
+It runs in the benchmark's process, beside the SAIO it drives.
 
 Modes, all on the same cluster:
 
@@ -90,496 +92,22 @@ finished, so a comparison that dies keeps them (it goes once
 asserts a speed.
 """
 import argparse
-import configparser
-import gzip
 import json
-import logging
-import math
-import multiprocessing
 import os
 import platform
-import subprocess
 import sys
-import threading
 import time
-import urllib.parse
 
-from mass_bench import clients, placement, policy_table, report, \
-    resources, rings, summary, workloads
-from mass_bench.ratios import abba
-from swift_mass.conf import SECTION, QueueConf
-from swift_mass.shared_store import shared_store
+from mass_bench import clients, report, rings, workloads
+from mass_bench.driver import Bench
+from mass_bench.modes import MODES, PROXY_CONF, Variant, default_saio
+from mass_bench.results import finite, load_results
 
-MODES = ('default', 'placed', 'static', 'mass')
-# the modes that run without Mass in the pipelines
-WITHOUT_MASS = ('default', 'placed')
 DEFAULT_TENANTS = ('photos:web:web=A', 'dbdump:dump:dump=B',
                    'backup:job:job=C')
-PROXY_CONF = '/etc/swift/proxy-server.conf'
-# Any object server's config: tools/saio queue sets the same
-# [filter:mass_queue] options in all of them.
-OBJECT_CONF = '/etc/swift/object-server/1.conf'
-# a variant's OPTION so named is the proxies' [filter:mass] option NAME
-MASS_OPTION_PREFIX = 'mass.'
 # seconds between the seeding (then sync) and the clients: the write-back
 # of a few hundred MB of starting objects is over by then
 SETTLE_SECONDS = 35.0
-
-
-class Variant(object):
-    """A mode run with other ``[filter:mass_queue]`` options (``options``)
-    and other ``[filter:mass]`` options (``mass_options``)."""
-
-    FORM = 'NAME=MODE:OPTION=VALUE[+OPTION=VALUE...]'
-
-    def __init__(self, name, mode, options, mass_options=None):
-        self.name, self.mode, self.options = name, mode, options
-        self.mass_options = mass_options or {}
-
-    @classmethod
-    def parse(cls, text):
-        name, _, rest = text.partition('=')
-        mode, _, pairs = rest.partition(':')
-        name, mode = name.strip(), mode.strip()
-        options, mass_options, bad = {}, {}, not pairs
-        for pair in pairs.split('+') if pairs else ():
-            option, sep, value = pair.partition('=')
-            option, value = option.strip(), value.strip()
-            if option.startswith(MASS_OPTION_PREFIX):
-                # a proxy option may be emptied (no write substore)
-                option = option[len(MASS_OPTION_PREFIX):]
-                bad = bad or not sep or not option
-                mass_options[option] = value
-            else:
-                bad = bad or not sep or not option or not value
-                options[option] = value
-        if not name or name in MODES or mode not in MODES or bad:
-            raise ValueError(
-                '--variant: %r; expected %s with MODE one of %s and a NAME '
-                'that is not one of them' % (text, cls.FORM,
-                                             ', '.join(MODES)))
-        return cls(name, mode, options, mass_options)
-
-
-def section_options(path, section, command, options):
-    """{option: value} of ``options`` as ``path``'s ``section`` sets them;
-    ValueError for one it leaves to its default (the bench could not put
-    that back after a variant).  ``command``: the ``tools/saio`` command
-    that sets them."""
-    if not options:
-        return {}
-    parser = configparser.RawConfigParser()
-    if not parser.read(path) or not parser.has_section(section):
-        raise ValueError('--variant: no [%s] in %s' % (section, path))
-    missing = [o for o in options if not parser.has_option(section, o)]
-    if missing:
-        raise ValueError(
-            '--variant: %s not set in %s; set the value the other modes '
-            'should run with first (tools/saio %s %s)' % (
-                ', '.join(sorted(missing)), path, command,
-                ' '.join('%s=...' % o for o in sorted(missing))))
-    return {o: parser.get(section, o) for o in options}
-
-
-class ServerOptions(object):
-    """One config section the variants change on the SAIO's servers
-    (``tools/saio COMMAND OPTION=VALUE...`` sets it and restarts them):
-    what every other mode runs with, and what is set now."""
-
-    def __init__(self, saio, command, baseline):
-        self.saio, self.command = saio, command
-        self.baseline = baseline
-        self.now = dict(baseline)
-
-    def set(self, options):
-        """The baseline with ``options`` over it, changing only what
-        differs from what is set now."""
-        wanted = {o: v for o, v in dict(self.baseline, **options).items()
-                  if self.now.get(o) != v}
-        if not wanted:
-            return
-        if self.saio is None:
-            raise RuntimeError('a variant needs tools/saio (--saio PATH)')
-        self.now = {}  # unknown, should the change fail halfway
-        subprocess.run([self.saio, self.command] + sorted(
-            '%s=%s' % pair for pair in wanted.items()), check=True,
-            stdout=subprocess.DEVNULL)
-        self.now = dict(self.baseline, **options)
-
-
-def default_saio():
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    path = os.path.join(here, 'tools', 'saio')
-    return path if os.path.exists(path) else None
-
-
-class Bench(object):
-
-    def __init__(self, tenants, auth_url, saio=None, conf=PROXY_CONF,
-                 progress=print, settle=None, sampler=None, variants=(),
-                 object_conf=OBJECT_CONF, seed_url=None, ring_variants=(),
-                 swift_dir='/etc/swift', classes_file=None,
-                 settle_after_seeding=None):
-        self.tenants = tenants
-        # seconds between seeding (then sync) and the clients; None: no
-        # sync, no wait
-        self.settle_after_seeding = settle_after_seeding
-        # a proxy whose pipeline has no Mass, for the starting objects
-        self.seed_url = seed_url
-        self.variants = {v.name: v for v in variants}
-        self.queue = ServerOptions(saio, 'queue', section_options(
-            object_conf, QueueConf.section, 'queue',
-            {o for v in variants for o in v.options}))
-        self.mass_options = ServerOptions(saio, 'mass', section_options(
-            conf, SECTION, 'mass',
-            {o for v in variants for o in v.mass_options}))
-        self.ring_variants = {v.name: v for v in ring_variants}
-        self.rings = rings.RingSwitcher(
-            self.ring_variants, swift_dir, classes_file) \
-            if ring_variants else None
-        self.auth_url = auth_url
-        self.saio = saio
-        self.conf = conf
-        self.progress = progress
-        # where the runs finished so far are written after each one (None:
-        # nowhere), so that a comparison that dies keeps them
-        self.keep_runs = None
-        self.mode = None
-        self.base_mode = None  # the mode a variant runs as
-        self.store = None
-        self.settle = settle
-        self.pinned = set()
-        self.run_number = 0
-        # {tenant label: the storage policy of its container this run}
-        self.container_policies = {}
-        self.pipeline = None  # 'with' or 'without' once switched
-        # {tenant label: its containers' policy in placed, '' for the
-        # default}, found when placed first runs
-        self.placement = None
-        # where the time went: the CPU, the process groups, the hetero
-        # profile's devices and the commands of the proxies' Redis
-        self.sampler = sampler or resources.Sampler(
-            devices=lambda: resources.saio_devices(self.saio),
-            redis=lambda: resources.redis_commands(
-                resources.redis_url_of(self.conf)))
-
-    # ---- modes
-
-    def _store(self):
-        if self.store is None:
-            conf, self.store = shared_store(self.conf,
-                                            logging.getLogger('mass_bench'))
-            if self.settle is None:
-                # every worker loads the table within one interval
-                self.settle = 2 * conf.interval + 0.5
-        return self.store
-
-    def _pipeline(self, mode):
-        if self.saio is None:
-            raise RuntimeError('switching Mass in and out of the pipeline '
-                               'needs tools/saio (--saio PATH)')
-        self.pipeline = 'unknown'
-        subprocess.run([self.saio, 'pipeline', mode], check=True,
-                       stdout=subprocess.DEVNULL)
-        self.pipeline = mode
-
-    def restore_options(self):
-        """Put back the servers' options a variant changed."""
-        self.queue.set({})
-        self.mass_options.set({})
-
-    def restore_rings(self):
-        """Put back the ring files a ring variant replaced."""
-        if self.rings:
-            self.rings.restore()
-
-    def switch(self, mode):
-        variant = self.variants.get(mode)
-        ring_variant = self.ring_variants.get(mode)
-        self.queue.set(variant.options if variant else {})
-        self.mass_options.set(variant.mass_options if variant else {})
-        if self.rings:
-            self.rings.install(mode if ring_variant else None)
-        base = variant or ring_variant
-        self._switch(base.mode if base else mode)
-        self.mode = mode
-
-    def _switch(self, mode):
-        want = 'without' if mode in WITHOUT_MASS else 'with'
-        if self.pipeline != want:
-            self._pipeline(want)
-        if mode == 'placed' and self.placement is None:
-            self.placement = placement.placed_policies(
-                self.tenants, placement.class_substores(self.conf))
-            self.progress('placed: %s' % ', '.join(
-                '%s on %s' % (label, policy or 'the default policy')
-                for label, policy in sorted(self.placement.items())))
-        if mode == 'static':
-            store = self._store()
-            for tenant in self.tenants:
-                store.set_pin(tenant.account, {
-                    'class': tenant.workload.intended_class})
-                self.pinned.add(tenant.account)
-            time.sleep(self.settle)
-        elif mode == 'mass':
-            self.unpin()
-        self.mode = self.base_mode = mode
-        for tenant in self.tenants:
-            # a restarted proxy may have lost the token cache
-            tenant.authenticate(self.auth_url)
-
-    def unpin(self):
-        if self.pinned:
-            store = self._store()
-            for account in self.pinned:
-                store.delete_pin(account)
-            self.pinned.clear()
-            time.sleep(self.settle)
-
-    def policy_sample(self):
-        """The policy table's entries of the tenants now
-        (policy_table.table_sample); None when it cannot be read."""
-        try:
-            _, table = self._store().get_table()
-            return policy_table.table_sample(
-                table, {t.label: t.account for t in self.tenants})
-        except Exception:
-            return None
-
-    def classes(self):
-        """{label: class} of the tenants now ('unknown' without an
-        entry); {} when the table cannot be read."""
-        return summary.classes_of(self.policy_sample())
-
-    def mass_in_pipeline(self):
-        return self.base_mode in ('static', 'mass')
-
-    # ---- one run
-
-    def prepare(self, tenant, workload, container):
-        """A new container (routed as the current mode routes it) with
-        the workload's starting objects."""
-        create = {}
-        policy = workload.policy
-        if self.base_mode == 'placed':
-            policy = self.placement.get(tenant.label)
-        if policy:
-            # s3api passes it on with its container PUT
-            create['X-Storage-Policy'] = policy
-        api = clients.APIS[workload.api]
-        status, _, _ = api(tenant).request('PUT', container,
-                                           headers=create)
-        if status // 100 != 2:
-            raise RuntimeError('cannot create %s for %s: %d' % (
-                container, tenant.label, status))
-        # where Mass's routing (or its absence) put it, for the figures
-        _, created, _ = clients.SwiftApi(tenant).request('HEAD', container)
-        self.container_policies[tenant.label] = created.get(
-            'x-storage-policy')
-        if workload.share('GET', 'HEAD', 'DELETE') == 0 and not (
-                workload.overwrite and workload.share('PUT')):
-            return []
-        chooser = workloads.Chooser(workload, seed=0)
-        names = ['seed-%05d' % i for i in range(workload.objects)]
-        bodies = {}
-
-        def put(chunk):
-            seeder = api(tenant, self.seed_storage_url(tenant))
-            for name in chunk:
-                size = chooser.size()
-                body = bodies.setdefault(size, os.urandom(size))
-                status, _, _ = seeder.request('PUT', container, name, body)
-                if status // 100 != 2:
-                    raise RuntimeError('cannot PUT %s: %d' % (name, status))
-        threads = [threading.Thread(target=put, args=(names[i::4],))
-                   for i in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return names
-
-    def seed_storage_url(self, tenant):
-        """Where the starting objects are written: the tenant's storage
-        URL, on the --seed-url proxy if there is one."""
-        if not self.seed_url:
-            return tenant.url
-        return self.seed_url.rstrip('/') + urllib.parse.urlsplit(
-            tenant.url).path
-
-    def prepare_all(self, active):
-        """{label: (container, starting object names)} of ``active``
-        ([(tenant, workload)]): a new container each, seeded."""
-        prepared = {}
-        for tenant, workload in active:
-            container = 'mass-bench-%d-%d-%s' % (
-                os.getpid(), self.run_number, tenant.label)
-            prepared[tenant.label] = (container, self.prepare(
-                tenant, workload, container))
-        return prepared
-
-    def settle_write_back(self):
-        """After seeding: the page cache written back (sync) and
-        ``settle_after_seeding`` seconds waited, so the seeding's
-        write-back does not fall in the measured window."""
-        if self.settle_after_seeding is None:
-            return
-        os.sync()
-        if self.settle_after_seeding > 0:
-            self.progress('  settling %.0f s after seeding'
-                          % self.settle_after_seeding)
-            time.sleep(self.settle_after_seeding)
-
-    def start_clients(self, active, prepared, start, warmup, stop_at):
-        """The tenants' client processes, started, and the queue each
-        puts its rows on."""
-        ctx = multiprocessing.get_context('fork')
-        results = ctx.Queue()
-        procs = [ctx.Process(target=clients.tenant_process, args=(
-            tenant, workload, prepared[tenant.label][0],
-            prepared[tenant.label][1], start, stop_at, results, i,
-            start + warmup)) for i, (tenant, workload) in enumerate(active)]
-        for proc in procs:
-            proc.start()
-        return procs, results
-
-    def watch(self, start, warmup, seconds, label):
-        """From the warm-up's start to the window's end: the policy table
-        each second, the machine at the window's start and end, and in
-        each second of the window (Sampler.pulse); (policy samples,
-        where the time went, the machine per second)."""
-        window_start = start + warmup
-        samples, before, pulses = [], None, []
-        for tick in summary.window_ticks(warmup, seconds):
-            clients.sleep_until(window_start + tick)
-            if tick >= 0:
-                pulses.append(self.sampler.pulse())
-            if before is None and tick >= 0:
-                before = self.sampler.snapshot()
-            if tick >= seconds:
-                break
-            samples.append([round(time.time() - window_start, 2),
-                            self.policy_sample()])
-            self.progress('  %s: %3.0f s of %.0f' % (
-                label, max(0.0, tick), seconds), end='\r')
-        where = resources.between(before, self.sampler.snapshot())
-        self.progress(' ' * 40, end='\r')
-        return samples, where, resources.per_second(pulses)
-
-    @staticmethod
-    def collect(procs, results, seconds):
-        """{label: (rows, CPU seconds)} of every client process, once
-        each has ended."""
-        collected = {}
-        for _ in procs:
-            label, rows, cpu = results.get(timeout=120 + seconds)
-            collected[label] = (rows, cpu)
-        for proc in procs:
-            proc.join()
-        return collected
-
-    def tenant_figures(self, label, rows, workload, warmup, seconds,
-                       samples):
-        """One tenant's figures of a run, rows' offsets from the start of
-        the window."""
-        rows = [(r[0] - warmup,) + tuple(r[1:]) for r in rows]
-        figures = summary.summarise(rows, 0.0, seconds)
-        figures['timeline'] = summary.timeline(rows, seconds)
-        figures['workload'] = workload.name
-        figures['container_policy'] = self.container_policies.get(label)
-        figures['concurrency'] = workload.concurrency
-        figures['mass'] = policy_table.what_mass_did(
-            samples, label, seconds, judged=self.mass_in_pipeline())
-        return figures
-
-    def run(self, stage, label):
-        """Run `stage` ({tenant: workload or None}) once in the current
-        mode; returns per tenant figures and a timeline, what Mass did,
-        where the time went and the cost per operation."""
-        self.run_number += 1
-        active = [(t, w) for t, w in stage.items() if w is not None]
-        prepared = self.prepare_all(active)
-        self.settle_write_back()
-        warmup = max(w.warmup for _, w in active)
-        seconds = max(w.seconds for _, w in active)
-        start = time.time() + 0.5
-        procs, results = self.start_clients(active, prepared, start, warmup,
-                                            start + warmup + seconds)
-        samples, where, machine = self.watch(start, warmup, seconds, label)
-        collected = self.collect(procs, results, seconds)
-        out = {tenant.label: self.tenant_figures(
-            tenant.label, collected[tenant.label][0], workload, warmup,
-            seconds, samples) for tenant, workload in active}
-        timelines = {label: f['timeline']['ops'] for label, f in out.items()}
-        load = sum(cpu for _, cpu in collected.values())
-        where['cpu_seconds'] = dict(where.get('cpu_seconds') or {},
-                                    **{resources.LOAD_GENERATOR: load})
-        operations = sum(f['operations'] for f in out.values())
-        return {'label': label, 'mode': self.mode, 'seconds': seconds,
-                'warmup': warmup, 'settle': self.settle_after_seeding,
-                'mass_in_pipeline': self.mass_in_pipeline(),
-                'tenants': out, 'policy': samples,
-                'classes': [[t, summary.classes_of(s)] for t, s in samples],
-                'resources': where, 'machine': machine,
-                'stalls': resources.stalls(timelines, machine),
-                'load_generator': {
-                    'cpu_seconds': load, 'cores': os.cpu_count(),
-                    'machine_pct': resources.machine_share(load, seconds)},
-                'costs': resources.per_operation(where, operations)}
-
-    # ---- comparisons
-
-    def compare(self, modes, cycles, control=True, base='default'):
-        """ABBA cycles of `modes` (each cycle also runs ``base`` twice
-        when `control`); per tenant and mode ratios against ``base``."""
-        runs = []
-        for cycle, sequence in enumerate(abba(modes, cycles)):
-            if control and base in sequence:
-                # the A/A control runs right after its twin
-                i = sequence.index(base)
-                sequence = sequence[:i + 1] + [base] + sequence[i + 1:]
-            seen_base = False
-            for mode in sequence:
-                self.switch(mode)
-                is_control = mode == base and seen_base
-                seen_base = seen_base or mode == base
-                label = 'cycle %d %s%s' % (cycle + 1, mode,
-                                           ' (A/A control)' if is_control
-                                           else '')
-                self.progress('%s' % label)
-                result = self.run({t: t.workload for t in self.tenants},
-                                  label)
-                result['cycle'] = cycle
-                result['control'] = is_control
-                runs.append(result)
-                self.kept(runs)
-                self.progress(report.format_run(result))
-        self.unpin()
-        return {'runs': runs, 'base': base,
-                'summary': summary.summary(runs, modes, base),
-                'per_tenant': summary.per_tenant_summary(runs, modes, base),
-                'between': summary.between_modes(runs, modes, base),
-                'resources': summary.resource_summary(runs, modes),
-                'costs': summary.cost_summary(runs, modes)}
-
-    def kept(self, runs):
-        if self.keep_runs is not None:
-            with open(self.keep_runs, 'w') as fp:
-                json.dump(finite({'runs': runs}), fp, sort_keys=True,
-                          allow_nan=False)
-
-    def staged(self, stages, modes):
-        runs = []
-        for mode in modes:
-            self.switch(mode)
-            for name, stage in stages:
-                result = self.run(stage, '%s %s' % (mode, name))
-                result['stage'] = name
-                runs.append(result)
-                self.kept(runs)
-                self.progress(report.format_run(result))
-        self.unpin()
-        return {'runs': runs}
 
 
 AUTOGROUP = '/proc/sys/kernel/sched_autogroup_enabled'
@@ -634,6 +162,9 @@ def staged_scenario(name, tenants):
 
 
 def add_arguments(parser):
+    """tools/bench's options: what it compares (the proxies' config, the
+    tenants and their workloads, the modes and their variants), then how
+    it runs and where its results go (:func:`add_run_arguments`)."""
     parser.add_argument('--conf', default=PROXY_CONF,
                         help='proxy config with the [filter:mass] section '
                         'naming the shared store (default %s)' % PROXY_CONF)
@@ -672,6 +203,13 @@ def add_arguments(parser):
                         help='the device classes of a ring variant '
                         '(default: <swift-dir>/mass-devices.json, as '
                         'swift-mass devices probe writes it)')
+    add_run_arguments(parser)
+
+
+def add_run_arguments(parser):
+    """tools/bench's options of how a comparison runs (cycles, base,
+    seconds, settling, scale, staged runs), of the cluster it runs against
+    and of where its results go."""
     parser.add_argument('--cycles', type=int, default=3,
                         help='ABBA cycles (at least 3 for a comparison; '
                         'to tell a 10 %% effect at least 5, of at least '
@@ -727,34 +265,7 @@ def main(argv=None):
     if args.redraw is not None:
         return redraw(args.redraw)
     try:
-        tenants = [clients.Tenant.parse(t) for t in (args.tenant or
-                                                     DEFAULT_TENANTS)]
-        variants = [Variant.parse(v) for v in args.variant]
-        ring_variants = [rings.RingVariant.parse(v, MODES)
-                         for v in args.ring_variant]
-        allowed = list(MODES) + [v.name for v in variants + ring_variants]
-        modes = [m.strip() for m in args.modes.split(',') if m.strip()]
-        bad = [m for m in modes if m not in allowed]
-        if bad or not modes:
-            raise ValueError('--modes: %r; allowed: %s' % (
-                args.modes, ', '.join(allowed)))
-        if args.cycles < 1:
-            raise ValueError('--cycles: at least 1')
-        if args.base not in modes:
-            raise ValueError('--base: %r; allowed: one of --modes (%s)' % (
-                args.base, ', '.join(modes)))
-        if args.settle < 0:
-            raise ValueError('--settle: at least 0')
-        for tenant in tenants:
-            options = {}
-            if args.seconds:
-                options['seconds'] = args.seconds
-            tenant.workload = workloads.scaled(
-                tenant.workload.with_options(**options), args.scale)
-    except ValueError as err:
-        print('tools/bench: %s' % err, file=sys.stderr)
-        return 2
-    try:
+        tenants, variants, ring_variants, modes = checked(args)
         bench = Bench(tenants, args.auth_url, saio=args.saio,
                       conf=args.conf, progress=_progress, variants=[
                           v for v in variants if v.name in modes],
@@ -777,6 +288,53 @@ def main(argv=None):
               'CPU from the cluster; echo 0 > %s before measuring'
               % (AUTOGROUP, AUTOGROUP), file=sys.stderr)
     began = time.time()
+    result, text = run_modes(bench, args, tenants, modes)
+    result.update(described(args, argv, bench, tenants, modes, began))
+    write_results(result, args.out, bench.keep_runs)
+    print(text)
+    if not args.no_plots:
+        for path in draw_plots(result, args.out):
+            print('plot: %s' % path)
+    print('results: %s' % os.path.join(args.out, 'results.json'))
+    return 0
+
+
+def checked(args):
+    """The tenants of ``args`` (their workloads with --seconds and
+    --scale), its variants, ring variants and modes; ValueError for an
+    option that is not valid."""
+    tenants = [clients.Tenant.parse(t) for t in (args.tenant or
+                                                 DEFAULT_TENANTS)]
+    variants = [Variant.parse(v) for v in args.variant]
+    ring_variants = [rings.RingVariant.parse(v, MODES)
+                     for v in args.ring_variant]
+    allowed = list(MODES) + [v.name for v in variants + ring_variants]
+    modes = [m.strip() for m in args.modes.split(',') if m.strip()]
+    bad = [m for m in modes if m not in allowed]
+    if bad or not modes:
+        raise ValueError('--modes: %r; allowed: %s' % (
+            args.modes, ', '.join(allowed)))
+    if args.cycles < 1:
+        raise ValueError('--cycles: at least 1')
+    if args.base not in modes:
+        raise ValueError('--base: %r; allowed: one of --modes (%s)' % (
+            args.base, ', '.join(modes)))
+    if args.settle < 0:
+        raise ValueError('--settle: at least 0')
+    for tenant in tenants:
+        options = {}
+        if args.seconds:
+            options['seconds'] = args.seconds
+        tenant.workload = workloads.scaled(
+            tenant.workload.with_options(**options), args.scale)
+    return tenants, variants, ring_variants, modes
+
+
+def run_modes(bench, args, tenants, modes):
+    """The comparison of ``modes`` (with --staged, the staged runs) and
+    its text; the cluster left as the bench found it, whatever happens:
+    no pins, the servers' options, the rings and Mass in the pipelines
+    as they were."""
     try:
         if args.staged:
             result = bench.staged(staged_scenario(args.staged, tenants),
@@ -791,10 +349,17 @@ def main(argv=None):
         bench.unpin()
         bench.restore_options()
         bench.restore_rings()
-        if bench.pipeline not in (None, 'with'):
-            # leave the cluster as it was found: Mass in the pipelines
-            bench._pipeline('with')
-    result.update({
+        # leave the cluster as it was found: Mass in the pipelines
+        bench.restore_pipeline()
+    return result, text
+
+
+def described(args, argv, bench, tenants, modes, began):
+    """What results.json holds besides the comparison: the command, the
+    machine, the seconds the bench took since ``began``, the tenants and
+    their workloads, the modes, the placement ``placed`` found and the
+    ring variants."""
+    return {
         'command': ' '.join(['tools/bench'] + (
             sys.argv[1:] if argv is None else list(argv))),
         'machine': machine(), 'seconds': round(time.time() - began, 1),
@@ -807,30 +372,17 @@ def main(argv=None):
             name: {'mode': v.mode, 'policy': v.policy,
                    'shares': list(v.shares),
                    'classes': bench.rings.reports[name]['classes']}
-            for name, v in bench.ring_variants.items()}})
-    with open(os.path.join(args.out, 'results.json'), 'w') as fp:
+            for name, v in bench.ring_variants.items()}}
+
+
+def write_results(result, out, keep_runs):
+    """``out``'s results.json (every number finite); the runs kept so
+    far, which it now holds, removed."""
+    with open(os.path.join(out, 'results.json'), 'w') as fp:
         json.dump(finite(result), fp, indent=2, sort_keys=True,
                   allow_nan=False)
-    if os.path.exists(bench.keep_runs):
-        os.unlink(bench.keep_runs)
-    print(text)
-    if not args.no_plots:
-        for path in draw_plots(result, args.out):
-            print('plot: %s' % path)
-    print('results: %s' % os.path.join(args.out, 'results.json'))
-    return 0
-
-
-def finite(value):
-    """``value`` with every NaN or infinity replaced by None (JSON has
-    neither), tuples as lists."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
+    if os.path.exists(keep_runs):
+        os.unlink(keep_runs)
 
 
 def draw_plots(result, out):
@@ -847,43 +399,6 @@ def draw_plots(result, out):
     except Exception as err:
         print('plots: not drawn: %s: %s' % (type(err).__name__, err))
         return []
-
-
-# what a run writes, and what docs/benchmarks keeps of it
-RESULTS_FILES = ('results.json', 'results.json.gz')
-
-
-def load_results(folder):
-    """(path, result) of ``folder``'s results.json, or else of its
-    results.json.gz; ValueError if it has neither or the file is not a
-    tools/bench result, OSError if it cannot be read."""
-    for name in RESULTS_FILES:
-        path = os.path.join(folder, name)
-        if not os.path.exists(path):
-            continue
-        opener = gzip.open if name.endswith('.gz') else open
-        with opener(path, 'rt') as fp:
-            result = json.load(fp)
-        if not isinstance(result, dict) or not {'runs', 'modes'} <= set(
-                result):
-            raise ValueError('%s is not a tools/bench result (it has no '
-                             'runs and modes)' % path)
-        return path, result
-    inside = _folders_with_results(folder)
-    raise ValueError('no %s in %s%s' % (
-        ' or '.join(RESULTS_FILES), folder,
-        '; its folders with one, each to be redrawn: %s' % ', '.join(inside)
-        if inside else ''))
-
-
-def _folders_with_results(folder):
-    """The names of ``folder``'s folders that hold results (a run of
-    several comparisons keeps one in each)."""
-    if not os.path.isdir(folder):
-        return []
-    return sorted(name for name in os.listdir(folder) if any(
-        os.path.exists(os.path.join(folder, name, results))
-        for results in RESULTS_FILES))
 
 
 def redraw(folder):

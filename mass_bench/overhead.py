@@ -36,6 +36,11 @@ Each comparison comes with an A/A control (the same comparison between two
 setups without Mass), the spread that is noise on this machine: a ratio
 inside it is no difference.  Prints each run, then the median ratio
 with/without, its quartiles and min-max.
+
+The in-process pipelines are mass_bench.pipelines'; --fill-cost is
+mass_bench.fill_cost.  Everything runs in the benchmark's process but the
+children it starts: the in-process part's (it monkey-patches its process
+for eventlet) and valgrind's.
 """
 import argparse
 import json
@@ -47,6 +52,8 @@ import tempfile
 import threading
 import time
 
+from mass_bench.pipelines import PROXY, PROXY_CONF, get_requests, \
+    load_pipelines, mass_of, redis_calls
 from mass_bench.ratios import abba
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,8 +61,6 @@ SAIO = os.path.join(ROOT, 'tools', 'saio')
 # this module again, in a process of its own (its launcher puts the
 # checkout on sys.path)
 SELF = [sys.executable, os.path.join(ROOT, 'tools', 'bench-overhead')]
-PROXY_CONF = '/etc/swift/proxy-server.conf'
-PROXY = 'http://127.0.0.1:8080'
 TENANT = 'AUTH_test'
 # What Mass does not optimise: a classified tenant whose policy has no
 # method (as validation leaves one whose method did not help).
@@ -99,64 +104,6 @@ def describe(s):
 
 # ----------------------------------------------------------- in-process
 
-def pipeline_conf(with_mass):
-    """proxy-server.conf as it is, or with mass removed from the pipeline."""
-    with open(PROXY_CONF) as fp:
-        text = fp.read()
-    if not with_mass:
-        lines = []
-        for line in text.splitlines():
-            if line.strip().startswith('pipeline ='):
-                line = line.replace(' mass proxy-server', ' proxy-server')
-            lines.append(line)
-        text = '\n'.join(lines) + '\n'
-    fd, path = tempfile.mkstemp(suffix='.conf', dir='/etc/swift')
-    with os.fdopen(fd, 'w') as fp:
-        fp.write(text)
-    return path
-
-
-def load_pipelines(modes, loop=True):
-    """The SAIO proxy pipeline loaded in this process once per mode
-    ('with' Mass, or 'without'), a token and the path of a 4 KiB object.
-    loop=False: Mass counts and tags but does not start its control loop,
-    whose cost is per second, not per request."""
-    import eventlet
-    eventlet.monkey_patch(all=False, socket=True, select=True, thread=True)
-    from swift.common.wsgi import loadapp
-    import requests
-
-    from swiftclient.client import get_auth
-    _, token = get_auth(PROXY + '/auth/v1.0', 'test:tester', 'testing',
-                        timeout=10)
-    path = '/v1/AUTH_test/mass-bench/small'
-    requests.put(PROXY + '/v1/AUTH_test/mass-bench', timeout=10,
-                 headers={'X-Auth-Token': token})
-    requests.put(PROXY + path, data=b's' * 4096, timeout=10,
-                 headers={'X-Auth-Token': token})
-    if not loop:
-        from swift_mass.proxy import middleware as proxy
-        proxy.MassMiddleware._ensure_loop = lambda self, env: None
-    apps = {}
-    for mode in modes:
-        conf = pipeline_conf(mode == 'with')
-        try:
-            apps[mode] = loadapp(conf)
-        finally:
-            os.unlink(conf)
-        if mode == 'with' and not loop:
-            # the policy table once, as the loop would load it: the
-            # tenant's class tag is part of what a request costs
-            mass_of(apps[mode]).agent.refresh()
-    return apps, token, path
-
-
-def mass_of(app):
-    while type(app).__name__ != 'MassMiddleware':
-        app = app.app
-    return app
-
-
 def pinned(pin=NO_METHOD, timeout=30.0):
     """Pin TENANT (by default to a class without a method) and wait until
     the SAIO's leader has put that in the policy table; the store, to
@@ -177,15 +124,6 @@ def pinned(pin=NO_METHOD, timeout=30.0):
     store.delete_pin(TENANT)
     raise RuntimeError('the leader did not apply the pin of %s within %ds'
                        % (TENANT, timeout))
-
-
-def get_requests(app, token, path, n):
-    from swift.common.swob import Request
-    for _ in range(n):
-        resp = Request.blank(path, headers={
-            'X-Auth-Token': token}).get_response(app)
-        assert resp.status_int == 200 and len(resp.body) == 4096, \
-            resp.status
 
 
 def in_process(pairs, block):
@@ -211,22 +149,6 @@ def in_process(pairs, block):
                     'requests': block,
                     'cpu_us_per_request': cpu / block * 1e6})
     return rows
-
-
-def redis_calls():
-    """Commands the SAIO's Redis has run since it started (INFO
-    commandstats), or None."""
-    import redis
-    from swift_mass.conf import SECTION
-    from swift_mass.proxy.conf import MassConf
-    from swift.common.utils import readconf
-    try:
-        url = MassConf(readconf(PROXY_CONF, SECTION)).store.redis_url
-        stats = redis.Redis.from_url(url, socket_timeout=2).info(
-            'commandstats')
-    except Exception:
-        return None
-    return sum(v['calls'] for v in stats.values())
 
 
 def hit_cost(pairs, block, size=HIT_SIZE):
@@ -329,7 +251,7 @@ def instructions(small=50, large=250):
     without (valgrind's callgrind counts instructions, not time: the same
     whatever else the machine does).  Per request: the difference between
     a run of `large` and one of `small` requests, over large - small, so
-    start-up cancels out.  Mass's control loop is left out (it costs per
+    start-up cancels out.  Mass's control loop is held (it costs per
     second, not per request: see `tick_cost`)."""
     rows = {}
     for mode in ('with', 'without'):
@@ -356,7 +278,7 @@ def tick_cost(ticks=50):
     costs = []
     for _ in range(ticks):
         get_requests(mass, token, path, 5)
-        mass.agent._next_tick = 0
+        mass.agent.ticker.step()  # a tick due (load_pipelines holds them)
         cpu = time.process_time()
         mass.agent.tick()
         costs.append(time.process_time() - cpu)
@@ -465,7 +387,7 @@ def end_to_end(pairs, seconds, clients):
     return rows
 
 
-def main():
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog='tools/bench-overhead',
                                      description=__doc__.split('\n')[0])
     parser.add_argument('--pairs', type=int, default=3)
@@ -495,7 +417,11 @@ def main():
                         '--block objects')
     parser.add_argument('--count-requests', nargs=2,
                         help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if args.count_requests:
         count_requests(args.count_requests[0], int(args.count_requests[1]))
         return 0
@@ -529,100 +455,124 @@ def main():
 
 
 def measure(args):
+    """The comparisons ``--skip`` leaves, each printed; all of them
+    written to ``--json`` too."""
     results = {}
     if args.skip != 'in-process' and args.skip != 'end-to-end':
-        # the in-process part monkey-patches this process for eventlet,
-        # which would stall the end-to-end clients: run it in a child
-        with tempfile.NamedTemporaryFile(suffix='.json') as tmp:
-            subprocess.run(SELF + [
-                '--skip', 'end-to-end', '--pairs', str(args.pairs),
-                '--requests', str(args.requests), '--blocks',
-                str(args.blocks), '--block', str(args.block), '--json',
-                tmp.name] + (['--instructions'] if args.instructions
-                             else []), check=True)
-            with open(tmp.name) as fp:
-                results.update(json.load(fp))
+        results.update(in_a_child(args))
     elif args.skip != 'in-process':
-        rows = mass_alone(args.pairs, args.requests * 20)
-        results['mass_alone'] = {
-            'runs': rows,
-            'cpu_ratio': summary(rows, 'cpu_us_per_request', False)}
-        print('the mass filter alone: %d requests per run, in front of an '
-              'app that answers at once' % (args.requests * 20))
-        print('  %-8s %18s' % ('mode', 'CPU us/request'))
-        for r in rows:
-            print('  %-8s %18.1f' % (r['mode'], r['cpu_us_per_request']))
-        w = statistics.median(r['cpu_us_per_request'] for r in rows
-                              if r['mode'] == 'with')
-        wo = statistics.median(r['cpu_us_per_request'] for r in rows
-                               if r['mode'] == 'without')
-        print('  CPU Mass adds per request: %.1f us (median with %.1f, '
-              'without %.1f)' % (w - wo, w, wo))
-        results['mass_alone']['added_cpu_us'] = w - wo
-        rows = in_process(args.blocks, args.block)
-        results['in_process'] = {
-            name: {'runs': runs,
-                   'cpu_ratio': summary(runs, 'cpu_us_per_request', False)}
-            for name, runs in rows.items()}
-        print('in-process: blocks of %d GETs of 4 KiB through the full SAIO '
-              'proxy pipeline, %d ABBA pairs of blocks'
-              % (args.block, args.blocks))
-        for name, label in (('mass', 'with/without Mass'),
-                            ('control', 'A/A control, without/without')):
-            runs = results['in_process'][name]['runs']
-            w = statistics.median(r['cpu_us_per_request'] for r in runs
-                                  if r['mode'] == 'with')
-            wo = statistics.median(r['cpu_us_per_request'] for r in runs
-                                   if r['mode'] == 'without')
-            results['in_process'][name]['added_cpu_us'] = w - wo
-            print('  CPU per request, %s: %s; median %.0f us against %.0f '
-                  'us (%+.0f us)' % (
-                      label, describe(results['in_process'][name][
-                          'cpu_ratio']), w, wo, w - wo))
-        tick = results['tick'] = tick_cost()
-        print('control loop: one tick (every `interval` per worker) costs '
-              '%.1f ms CPU (median; max %.1f; %s)' % (
-                  tick['median_ms'], tick['max_ms'],
-                  'as leader' if tick['leader'] else 'not leader'))
-        if args.instructions:
-            counts = results['instructions'] = instructions()
-            print('instructions per GET in the proxy process (callgrind, '
-                  'control loop left out): with %.3f M, without %.3f M: '
-                  'ratio %.3f (%+.0f k)' % (
-                      counts['with'] / 1e6, counts['without'] / 1e6,
-                      counts['with'] / counts['without'],
-                      (counts['with'] - counts['without']) / 1e3))
+        results.update(measure_in_process(args))
     if args.skip != 'end-to-end':
-        rows = end_to_end(args.pairs, args.seconds, args.clients)
-        mass = [r for r in rows if not r['control']]
-        control = [r for r in rows if r['control']]
-        results['end_to_end'] = {
-            'runs': rows,
-            'throughput_ratio': summary(mass, 'requests_per_s', True),
-            'p50_ratio': summary(mass, 'p50_ms', False),
-            'control_throughput_ratio': summary(control, 'requests_per_s',
-                                                True),
-            'control_p50_ratio': summary(control, 'p50_ms', False)}
-        print('end to end: %d clients, GETs of 4 KiB, %.0f s per run'
-              % (args.clients, args.seconds))
-        print('  %-8s %10s %8s %8s %8s' % ('mode', 'req/s', 'p50 ms',
-                                           'p99 ms', 'errors'))
-        for r in rows:
-            print('  %-8s %10.1f %8.1f %8.1f %8d' % (
-                'without' if r['control'] else r['mode'],
-                r['requests_per_s'], r['p50_ms'], r['p99_ms'],
-                r['errors']))
-        for name in ('throughput_ratio', 'p50_ratio'):
-            print('  %s with/without Mass: %s' % (
-                name.replace('_', ' '),
-                describe(results['end_to_end'][name])))
-            print('  %s A/A control, without/without: %s' % (
-                name.replace('_', ' '),
-                describe(results['end_to_end']['control_' + name])))
+        results['end_to_end'] = measure_end_to_end(args)
     if args.json:
         with open(args.json, 'w') as fp:
             json.dump(results, fp, indent=2)
     return 0
+
+
+def in_a_child(args):
+    """The in-process comparisons' results, run in a child process: they
+    monkey-patch their process for eventlet, which would stall the
+    end-to-end clients."""
+    with tempfile.NamedTemporaryFile(suffix='.json') as tmp:
+        subprocess.run(SELF + [
+            '--skip', 'end-to-end', '--pairs', str(args.pairs),
+            '--requests', str(args.requests), '--blocks',
+            str(args.blocks), '--block', str(args.block), '--json',
+            tmp.name] + (['--instructions'] if args.instructions
+                         else []), check=True)
+        with open(tmp.name) as fp:
+            return json.load(fp)
+
+
+def measure_in_process(args):
+    """The in-process comparisons, printed: the mass filter alone, the
+    SAIO's pipeline with Mass and without, one control-loop tick and,
+    with ``--instructions``, instructions per GET."""
+    results = {'mass_alone': mass_alone_results(args)}
+    rows = in_process(args.blocks, args.block)
+    results['in_process'] = {
+        name: {'runs': runs,
+               'cpu_ratio': summary(runs, 'cpu_us_per_request', False)}
+        for name, runs in rows.items()}
+    print('in-process: blocks of %d GETs of 4 KiB through the full SAIO '
+          'proxy pipeline, %d ABBA pairs of blocks'
+          % (args.block, args.blocks))
+    for name, label in (('mass', 'with/without Mass'),
+                        ('control', 'A/A control, without/without')):
+        runs = results['in_process'][name]['runs']
+        w = statistics.median(r['cpu_us_per_request'] for r in runs
+                              if r['mode'] == 'with')
+        wo = statistics.median(r['cpu_us_per_request'] for r in runs
+                               if r['mode'] == 'without')
+        results['in_process'][name]['added_cpu_us'] = w - wo
+        print('  CPU per request, %s: %s; median %.0f us against %.0f '
+              'us (%+.0f us)' % (
+                  label, describe(results['in_process'][name][
+                      'cpu_ratio']), w, wo, w - wo))
+    tick = results['tick'] = tick_cost()
+    print('control loop: one tick (every `interval` per worker) costs '
+          '%.1f ms CPU (median; max %.1f; %s)' % (
+              tick['median_ms'], tick['max_ms'],
+              'as leader' if tick['leader'] else 'not leader'))
+    if args.instructions:
+        counts = results['instructions'] = instructions()
+        print('instructions per GET in the proxy process (callgrind, '
+              'control loop left out): with %.3f M, without %.3f M: '
+              'ratio %.3f (%+.0f k)' % (
+                  counts['with'] / 1e6, counts['without'] / 1e6,
+                  counts['with'] / counts['without'],
+                  (counts['with'] - counts['without']) / 1e3))
+    return results
+
+
+def mass_alone_results(args):
+    """The mass filter alone (:func:`mass_alone`), printed."""
+    rows = mass_alone(args.pairs, args.requests * 20)
+    results = {'runs': rows,
+               'cpu_ratio': summary(rows, 'cpu_us_per_request', False)}
+    print('the mass filter alone: %d requests per run, in front of an '
+          'app that answers at once' % (args.requests * 20))
+    print('  %-8s %18s' % ('mode', 'CPU us/request'))
+    for r in rows:
+        print('  %-8s %18.1f' % (r['mode'], r['cpu_us_per_request']))
+    w = statistics.median(r['cpu_us_per_request'] for r in rows
+                          if r['mode'] == 'with')
+    wo = statistics.median(r['cpu_us_per_request'] for r in rows
+                           if r['mode'] == 'without')
+    print('  CPU Mass adds per request: %.1f us (median with %.1f, '
+          'without %.1f)' % (w - wo, w, wo))
+    return results
+
+
+def measure_end_to_end(args):
+    """The end-to-end comparison (:func:`end_to_end`) and its A/A
+    control, printed."""
+    rows = end_to_end(args.pairs, args.seconds, args.clients)
+    mass = [r for r in rows if not r['control']]
+    control = [r for r in rows if r['control']]
+    results = {
+        'runs': rows,
+        'throughput_ratio': summary(mass, 'requests_per_s', True),
+        'p50_ratio': summary(mass, 'p50_ms', False),
+        'control_throughput_ratio': summary(control, 'requests_per_s',
+                                            True),
+        'control_p50_ratio': summary(control, 'p50_ms', False)}
+    print('end to end: %d clients, GETs of 4 KiB, %.0f s per run'
+          % (args.clients, args.seconds))
+    print('  %-8s %10s %8s %8s %8s' % ('mode', 'req/s', 'p50 ms',
+                                       'p99 ms', 'errors'))
+    for r in rows:
+        print('  %-8s %10.1f %8.1f %8.1f %8d' % (
+            'without' if r['control'] else r['mode'],
+            r['requests_per_s'], r['p50_ms'], r['p99_ms'],
+            r['errors']))
+    for name in ('throughput_ratio', 'p50_ratio'):
+        print('  %s with/without Mass: %s' % (
+            name.replace('_', ' '), describe(results[name])))
+        print('  %s A/A control, without/without: %s' % (
+            name.replace('_', ' '), describe(results['control_' + name])))
+    return results
 
 
 if __name__ == '__main__':

@@ -15,10 +15,10 @@ the table of a comparison or of staged runs at the end.
 After each run (``format_run``): per tenant its figures, and what Mass
 did when Mass was in the pipelines (``mass_bench.policy_table``), with a
 flag first when the method was not in force for the whole window; where
-the time went and the cost per operation (``mass_bench.resources``); and
-the load generator's CPU as a share of the machine (all cores over the
-window): a load generator that takes much of the machine measures
-itself.
+the time went and the cost per operation (``mass_bench.resources``, in
+the words of ``mass_bench.resources_report``); and the load generator's
+CPU as a share of the machine (all cores over the window): a load
+generator that takes much of the machine measures itself.
 
 At the end of a comparison (``format_summary``): a row per tenant and
 mode, for all tenants together (``mass_bench.summary.ALL``) and for the
@@ -31,7 +31,7 @@ policy table.
 
 Formatting only: the figures are ``mass_bench.summary``'s.
 """
-from mass_bench import policy_table, resources
+from mass_bench import policy_table, resources_report
 from mass_bench.summary import ALL, flagged_runs
 
 GEOMEAN = 'geo-mean'
@@ -58,14 +58,14 @@ def format_run(run):
                          ' in %s' % policy if policy else ''))
         lines += format_mass(run, f.get('mass'))
     if 'resources' in run:
-        lines.append(resources.format_line(run['resources']))
-    stalls = resources.format_stalls(run.get('stalls'))
+        lines.append(resources_report.format_line(run['resources']))
+    stalls = resources_report.format_stalls(run.get('stalls'))
     if stalls:
         lines.append(stalls)
     if run.get('load_generator'):
         lines.append(format_load_generator(run['load_generator']))
     if run.get('costs'):
-        lines.append(resources.format_cost_line(run['costs']))
+        lines.append(resources_report.format_cost_line(run['costs']))
     return '\n'.join(lines)
 
 
@@ -103,7 +103,7 @@ SUMMARY_ROW = '%-10s %-8s %9s %8s %9s %9s %9s %6s %6s  %-24s %-24s'
 
 def _summary_row(label, mode, e, base='default'):
     return SUMMARY_ROW % (
-        label, resources.mode_label(mode, base),
+        label, resources_report.mode_label(mode, base),
         '%.1f' % e['ops_per_s'], '%.2f' % e['mb_per_s'], _ms(e['mean_ms']),
         _ms(e['p50_ms']), _ms(e['p99_ms']), e['errors'],
         _hit(e.get('hit_ratio')), _fmt_ratio(e.get('throughput_ratio')),
@@ -202,9 +202,9 @@ def format_summary(result):
     lines += format_between(result.get('between') or {})
     lines += format_flags(result.get('runs') or [])
     if result.get('resources'):
-        lines += ['', resources.format_table(result['resources'], base)]
+        lines += ['', resources_report.format_table(result['resources'], base)]
     if result.get('costs'):
-        lines += ['', resources.format_costs(result['costs'], base)]
+        lines += ['', resources_report.format_costs(result['costs'], base)]
     return '\n'.join(lines)
 
 

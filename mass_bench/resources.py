@@ -50,7 +50,8 @@ CPU milliseconds per group, device I/Os per class and Redis commands,
 each divided by the operations all tenants together completed in the
 window: the servers' work is not split by tenant.
 
-Plain Python apart from the samplers, which a test replaces.
+Plain Python apart from the samplers, which a test replaces; run by the
+benchmark's process.  The text of it all is mass_bench.resources_report's.
 """
 import configparser
 import json
@@ -178,24 +179,6 @@ def stalls(timelines, machine):
     return {'stalled': dict(_mean_figures(stalled), seconds=len(stalled),
                             tenants=by_tenant),
             'others': dict(_mean_figures(others), seconds=len(others))}
-
-
-def format_stalls(found):
-    """One line of :func:`stalls`, or None."""
-    if not found or not found['stalled']['seconds']:
-        return None
-
-    def figures(part):
-        return ', '.join('%s %s' % (name, _pct(part[key])) for name, key in (
-            ('CPU busy', 'busy_pct'), ('io full', 'io_full_pct'),
-            ('io some', 'io_some_pct'), ('cpu some', 'cpu_some_pct')))
-    tenants = ', '.join('%s %d s' % (label, n) for label, n in sorted(
-        found['stalled']['tenants'].items()))
-    return ('    stalls: %d s with a tenant at 0 ops/s (%s): %s; the other '
-            '%d s: %s' % (found['stalled']['seconds'], tenants,
-                          figures(found['stalled']),
-                          found['others']['seconds'],
-                          figures(found['others'])))
 
 
 def saio_devices(saio, timeout=30):
@@ -523,152 +506,3 @@ def machine_share(cpu_seconds, seconds, cores=None):
     if cpu_seconds is None or not seconds or not cores:
         return None
     return 100.0 * cpu_seconds / (cores * seconds)
-
-
-# ------------------------------------------------------------- output
-
-def _pct(value):
-    return '%.0f%%' % value if value is not None else '-'
-
-
-def _iops(value):
-    return '%.0f' % value if value is not None else '-'
-
-
-def _throttle(entry):
-    if not entry:
-        return '-'
-    return '%.0f/s=%.0f%%' % (entry['iops'], entry['pct'])
-
-
-def _classes(resources):
-    found = set()
-    for r in resources:
-        found.update((r or {}).get('devices') or {})
-    return sorted(found)
-
-
-def _row(resources, classes):
-    cpu = (resources or {}).get('cpu') or {}
-    cells = [_pct(cpu.get('busy_pct')), _pct(cpu.get('iowait_pct'))]
-    devices = (resources or {}).get('devices') or {}
-    for cls in classes:
-        d = devices.get(cls) or {}
-        cells += [_iops(d.get('read_iops')), _iops(d.get('write_iops')),
-                  _pct(d.get('busy_pct')), _throttle(d.get('read_throttle')),
-                  _throttle(d.get('write_throttle')),
-                  _throttle(d.get('budget'))]
-    return cells
-
-
-def format_line(resources):
-    """One run's resources on one line."""
-    if not resources:
-        return '    where: not sampled'
-    cpu = resources.get('cpu') or {}
-    text = '    where: CPU %s busy, %s iowait' % (
-        _pct(cpu.get('busy_pct')), _pct(cpu.get('iowait_pct')))
-    devices = resources.get('devices')
-    if devices is None:
-        return text + '; devices not sampled (no hetero profile)'
-    for cls in sorted(devices):
-        d = devices[cls]
-        text += '; %s r/w %s/%s IOPS, %s busy' % (
-            cls, _iops(d['read_iops']), _iops(d['write_iops']),
-            _pct(d['busy_pct']))
-        if d.get('budget'):
-            text += ', all I/Os %s of its budget' % _throttle(d['budget'])
-            continue
-        for op, _ in DIRECTIONS:
-            if d['%s_throttle' % op]:
-                text += ', %ss %s of limit' % (
-                    op, _throttle(d['%s_throttle' % op]))
-    return text
-
-
-def mode_label(mode, base):
-    """A mode's row label: the A/A control is its base's twin, ``base*``."""
-    return base + '*' if mode == 'control' else mode
-
-
-def format_table(by_mode, base='default'):
-    """``{mode: resources}`` (medians over a mode's runs) as a table; the
-    A/A control ('control') is labelled as ``base``'s twin."""
-    classes = _classes(by_mode.values())
-    head = ['mode', 'CPU busy', 'iowait']
-    for cls in classes:
-        head += ['%s r/s' % cls, '%s w/s' % cls, '%s busy' % cls,
-                 '%s r limit' % cls, '%s w limit' % cls,
-                 '%s budget' % cls]
-    rows = [head] + [[mode_label(mode, base)] + _row(r, classes)
-                     for mode, r in by_mode.items()]
-    return _table(
-        'where the time went (median over each mode\'s runs): CPU of all '
-        'cores; device IOPS per class, utilisation, IOPS through the '
-        'throttle = share of its limit, and for a device model with one '
-        'budget all the I/Os it served = share of that budget', rows,
-        None if classes else 'devices: not sampled (tools/saio devices '
-        'needs the hetero profile)')
-
-
-def _table(title, rows, note=None):
-    """``title``, then ``rows`` (the first the head) in aligned columns,
-    then ``note`` if any."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [title] + ['  '.join(cell.rjust(w) if i else cell.ljust(w)
-                                 for i, (cell, w) in enumerate(zip(r,
-                                                                   widths)))
-                       for r in rows]
-    if note:
-        lines.append(note)
-    return '\n'.join(lines)
-
-
-def _cost(value, form='%.2f'):
-    return form % value if value is not None else '-'
-
-
-def _cost_columns(by_mode):
-    groups = [g for g in GROUPS if any(
-        g in ((c or {}).get('cpu_ms') or {}) for c in by_mode.values())]
-    classes = sorted({cls for c in by_mode.values()
-                      for cls in ((c or {}).get('device_ios') or {})})
-    return groups, classes
-
-
-def format_costs(by_mode, base='default'):
-    """``{mode: per_operation}`` (medians over a mode's runs) as a
-    table; the A/A control ('control') is labelled as ``base``'s twin."""
-    groups, classes = _cost_columns(by_mode)
-    head = ['mode', 'ops'] + ['%s CPU ms' % GROUP_TITLES[g] for g in groups]
-    head += ['%s I/Os' % cls for cls in classes] + ['Redis cmds']
-    rows = [head]
-    for mode, c in by_mode.items():
-        c = c or {}
-        cpu, ios = c.get('cpu_ms') or {}, c.get('device_ios') or {}
-        rows.append([mode_label(mode, base),
-                     _cost(c.get('operations'), '%.0f')] +
-                    [_cost(cpu.get(g), '%.3f') for g in groups] +
-                    [_cost(ios.get(cls)) for cls in classes] +
-                    [_cost(c.get('redis_commands'))])
-    return _table(
-        'cost per operation (median over each mode\'s runs): CPU '
-        'milliseconds of each process group, device I/Os per class and '
-        'Redis commands, each divided by the operations ALL tenants '
-        'completed in the window (not per tenant)', rows,
-        None if classes else 'device I/Os: not sampled (tools/saio '
-        'devices needs the hetero profile)')
-
-
-def format_cost_line(costs):
-    """One run's costs per operation on one line."""
-    cpu = costs.get('cpu_ms') or {}
-    text = '    per op (all tenants\' %d ops): CPU ms %s' % (
-        costs['operations'], ', '.join(
-            '%s %.3f' % (GROUP_TITLES[g], cpu[g]) for g in GROUPS
-            if g in cpu) or '-')
-    ios = costs.get('device_ios')
-    if ios:
-        text += '; I/Os %s' % ', '.join('%s %.2f' % (cls, n)
-                                        for cls, n in sorted(ios.items()))
-    return text + '; Redis cmds %s' % _cost(costs.get('redis_commands'))

@@ -33,9 +33,10 @@ import os
 import sys
 import time
 
-from mass_bench import bench as bench_mod
 from mass_bench import rings, workloads
 from mass_bench.clients import Tenant
+from mass_bench.driver import Bench
+from mass_bench.modes import default_saio
 from swift_mass.devices import lookup
 from swift_mass.devices.classes import classes_path, load_classes
 
@@ -101,7 +102,7 @@ def parse_clients(text):
     return values
 
 
-def main(argv=None):
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         prog='tools/bench-weights', description=__doc__.split('\n\n')[0])
     parser.add_argument('--table', required=True,
@@ -130,8 +131,12 @@ def main(argv=None):
                         'objects')
     parser.add_argument('--swift-dir', default='/etc/swift')
     parser.add_argument('--classes-file')
-    parser.add_argument('--saio', default=bench_mod.default_saio())
-    args = parser.parse_args(argv)
+    parser.add_argument('--saio', default=default_saio())
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     try:
         clients = parse_clients(args.clients)
         classes = load_classes(classes_path(
@@ -141,7 +146,7 @@ def main(argv=None):
         variants = [rings.RingVariant('W%d' % i, 'default', args.policy,
                                       shares)
                     for i, shares in enumerate(grid)]
-        bench = bench_mod.Bench(
+        bench = Bench(
             [], args.auth_url, saio=args.saio, progress=_progress,
             seed_url=args.seed_url, ring_variants=variants,
             swift_dir=args.swift_dir, classes_file=args.classes_file)
@@ -174,8 +179,7 @@ def main(argv=None):
         run_grid(run, grid, clients, record, progress=print)
     finally:
         bench.restore_rings()
-        if bench.pipeline not in (None, 'with'):
-            bench._pipeline('with')
+        bench.restore_pipeline()
     table = lookup.load_table(args.table)
     print(format_table(table))
     print('%d runs in %.0f s; table: %s' % (

@@ -15,7 +15,8 @@ command, its device-class library or the benchmark; the object servers
 never load the proxies' control loop; the benchmark and the library never
 import the command; no module imports itself back, and no package another
 that imports it; the shared configuration imports nothing of the control
-loop, the tags nothing of the project)."""
+loop, the tags nothing of the project); and the size rules, which the
+benchmark keeps too, as it keeps out of the package's private members."""
 import ast
 import os
 import subprocess
@@ -27,6 +28,8 @@ import swift_mass
 
 PACKAGE = os.path.dirname(swift_mass.__file__)
 ROOT = os.path.dirname(PACKAGE)
+# the benchmark: not installed, run from the checkout (tools/bench...)
+BENCHMARK = os.path.join(ROOT, 'mass_bench')
 COMMAND = 'swift_mass.cli'
 CONTROL = 'swift_mass.control'
 
@@ -36,10 +39,11 @@ CONTROL = 'swift_mass.control'
 GENERATED = ('_version.py',)
 
 
-def modules():
-    """{module name: path} of every module of the package's source."""
+def modules(top=PACKAGE):
+    """{module name: path} of every module of the package's source (or of
+    the benchmark's, ``top`` BENCHMARK)."""
     found = {}
-    for folder, _dirs, files in os.walk(PACKAGE):
+    for folder, _dirs, files in os.walk(top):
         for name in files:
             if not name.endswith('.py') or name in GENERATED:
                 continue
@@ -246,9 +250,10 @@ def test_tags_import_nothing_of_the_project():
 
 def test_modules_classes_and_functions_stay_small():
     # a room a newcomer can read: no module over 600 lines, no class over
-    # 300, no function over 60 (its docstring included)
+    # 300, no function over 60 (its docstring included); the benchmark's
+    # too
     too_big = []
-    for name, path in sorted(modules().items()):
+    for name, path in sorted(dict(modules(), **modules(BENCHMARK)).items()):
         with open(path) as f:
             source = f.read()
         if source.count('\n') > 600:
@@ -261,3 +266,91 @@ def test_modules_classes_and_functions_stay_small():
                                       ast.AsyncFunctionDef)) and lines > 60:
                 too_big.append(('%s.%s' % (name, node.name), lines))
     assert too_big == []
+
+
+def is_private(name):
+    """Whether ``name`` is private: one leading underscore (``_x``; not a
+    dunder, not ``_`` alone)."""
+    return name.startswith('_') and not name.startswith('__') and \
+        name != '_'
+
+
+def defined_names(path):
+    """Every name the module ``path`` defines: its functions, classes and
+    methods, the variables it assigns and the attributes it sets."""
+    found = set()
+    for node in ast.walk(ast.parse(open(path).read(), path)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute) and \
+                isinstance(node.ctx, ast.Store):
+            found.add(node.attr)
+    return found
+
+
+def private_reaches(path, product):
+    """Where the module ``path`` reaches into a private member of the
+    package, whose private names are ``product``: a private name imported
+    from it (``from swift_mass.x import _y``, ``import swift_mass._x``),
+    or an attribute of one of those names read, set, or named to getattr
+    and its kin, on anything but the module's own ``self`` or ``cls`` (an
+    agent's ``_next_tick``, a store's ``_key()``)."""
+    own = {name for name in defined_names(path) if is_private(name)}
+    found = []
+    for node in ast.walk(ast.parse(open(path).read(), path)):
+        if isinstance(node, ast.ImportFrom) and node.module and \
+                within(node.module, ('swift_mass',)):
+            found += ['%d: from %s import %s' % (node.lineno, node.module,
+                                                 alias.name)
+                      for alias in node.names if is_private(alias.name) or
+                      any(map(is_private, node.module.split('.')))]
+        elif isinstance(node, ast.Import):
+            found += ['%d: import %s' % (node.lineno, alias.name)
+                      for alias in node.names
+                      if within(alias.name, ('swift_mass',)) and
+                      any(map(is_private, alias.name.split('.')))]
+        elif isinstance(node, ast.Attribute) and node.attr in product:
+            mine = isinstance(node.value, ast.Name) and \
+                node.value.id in ('self', 'cls') and node.attr in own
+            if not mine:
+                found.append('%d: .%s' % (node.lineno, node.attr))
+        elif named_attribute(node) in product:
+            found.append('%d: %s(..., %r)' % (
+                node.lineno, node.func.id, named_attribute(node)))
+    return found
+
+
+def named_attribute(node):
+    """The attribute a call ``getattr(x, 'name')`` (or setattr, hasattr,
+    delattr) names, or None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id in ('getattr', 'setattr', 'hasattr', 'delattr') \
+            and len(node.args) > 1 and \
+            isinstance(node.args[1], ast.Constant):
+        return node.args[1].value
+    return None
+
+
+def test_the_benchmark_reaches_into_no_private_member_of_the_package():
+    # it measures the package through what the package offers (an agent's
+    # ticker, a store's documented keys), so that a change inside the
+    # package does not quietly change what the benchmark measures
+    product = {name for path in modules().values()
+               for name in defined_names(path) if is_private(name)}
+    assert '_next_tick' in product
+    reaches = {name: found for name, found in (
+        (name, private_reaches(path, product))
+        for name, path in sorted(modules(BENCHMARK).items())) if found}
+    assert reaches == {}
+
+
+def test_every_benchmark_module_says_what_it_is():
+    # the benchmark is split by concept: each module's docstring says
+    # which, and where it runs (the benchmark's process, a child of it)
+    silent = [name for name, path in sorted(modules(BENCHMARK).items())
+              if not ast.get_docstring(ast.parse(open(path).read(), path))]
+    assert 'mass_bench.scale' in modules(BENCHMARK)
+    assert silent == []

@@ -21,8 +21,8 @@ import sys
 
 import pytest
 
-from mass_bench import bench, clients, plots, ratios, report, summary, \
-    workloads
+from mass_bench import bench, clients, driver, modes, plots, ratios, \
+    report, results, summary, workloads
 from swift_mass.conf import ConfigError
 from swift_mass.control import classify
 from swift_mass.control.stores.redis_store import RedisStore
@@ -355,12 +355,12 @@ def test_main_refuses_bad_options_before_touching_the_cluster(capsys):
 def test_the_store_is_the_one_the_proxies_share(tmp_path):
     conf = tmp_path / 'proxy-server.conf'
     conf.write_text('[filter:mass]\nredis_url = redis://127.0.0.1:6399/3\n')
-    store = bench.Bench([], 'http://p/auth/v1.0', conf=str(conf))._store()
+    store = driver.Bench([], 'http://p/auth/v1.0', conf=str(conf))._store()
     assert isinstance(store, RedisStore)
     assert store.url == 'redis://127.0.0.1:6399/3'
     conf.write_text('[filter:mass]\nstore = local\n')
     with pytest.raises(ConfigError, match='store = local'):
-        bench.Bench([], 'http://p/auth/v1.0', conf=str(conf))._store()
+        driver.Bench([], 'http://p/auth/v1.0', conf=str(conf))._store()
 
 
 def test_tenants_log_in_with_swiftclient(monkeypatch):
@@ -383,7 +383,7 @@ def test_tenants_log_in_with_swiftclient(monkeypatch):
     'x=mass:a=1+b', 'x=mass:a=', 'x=mass:mass.=1', 'x=mass:mass.a'])
 def test_bad_variants_are_refused(text):
     with pytest.raises(ValueError, match='NAME=MODE:OPTION=VALUE'):
-        bench.Variant.parse(text)
+        modes.Variant.parse(text)
 
 
 def test_a_variant_runs_its_mode_with_its_queue_options(tmp_path):
@@ -394,13 +394,13 @@ def test_a_variant_runs_its_mode_with_its_queue_options(tmp_path):
     conf = tmp_path / 'object-server.conf'
     conf.write_text('[filter:mass_queue]\nadaptive_slots = false\n'
                     'slots_per_device = 8\n')
-    variant = bench.Variant.parse(
+    variant = modes.Variant.parse(
         'adaptive=mass:adaptive_slots=true+slots_per_device=4')
     assert (variant.name, variant.mode, variant.options) == (
         'adaptive', 'mass', {'adaptive_slots': 'true',
                              'slots_per_device': '4'})
-    runner = bench.Bench([], 'http://p/auth/v1.0', saio=str(saio),
-                         variants=[variant], object_conf=str(conf))
+    runner = driver.Bench([], 'http://p/auth/v1.0', saio=str(saio),
+                          variants=[variant], object_conf=str(conf))
     for mode in ('default', 'adaptive', 'mass', 'adaptive', 'default'):
         runner.switch(mode)
         assert runner.mode == mode
@@ -423,11 +423,11 @@ def test_a_variant_runs_its_mode_with_its_proxy_options(tmp_path):
     proxy = tmp_path / 'proxy-server.conf'
     proxy.write_text('[filter:mass]\nwrite_substore = bulk\n'
                      'redis_url = redis://127.0.0.1:6399/3\n')
-    variant = bench.Variant.parse('unrouted=mass:mass.write_substore=')
+    variant = modes.Variant.parse('unrouted=mass:mass.write_substore=')
     assert (variant.options, variant.mass_options) == (
         {}, {'write_substore': ''})
-    runner = bench.Bench([], 'http://p/auth/v1.0', saio=str(saio),
-                         variants=[variant], conf=str(proxy))
+    runner = driver.Bench([], 'http://p/auth/v1.0', saio=str(saio),
+                          variants=[variant], conf=str(proxy))
     for mode in ('mass', 'unrouted', 'unrouted', 'mass'):
         runner.switch(mode)
     runner.restore_options()
@@ -442,8 +442,8 @@ def test_a_variant_of_an_option_left_to_its_default_is_refused(tmp_path,
     conf = tmp_path / 'object-server.conf'
     conf.write_text('[filter:mass_queue]\nslots_per_device = 8\n')
     with pytest.raises(ValueError, match='adaptive_slots not set in'):
-        bench.Bench([], 'http://p/auth/v1.0', variants=[
-            bench.Variant.parse('a=mass:adaptive_slots=true')],
+        driver.Bench([], 'http://p/auth/v1.0', variants=[
+            modes.Variant.parse('a=mass:adaptive_slots=true')],
             object_conf=str(conf))
     assert bench.main(['--modes', 'default,b', '--variant',
                        'a=mass:adaptive_slots=true']) == 2
@@ -454,9 +454,9 @@ def test_a_variant_of_an_option_left_to_its_default_is_refused(tmp_path,
 def test_starting_objects_go_through_the_seed_proxy():
     tenant = clients.Tenant.parse('photos:web:web=A')
     tenant.url = 'http://127.0.0.1:8080/v1/AUTH_photos'
-    assert bench.Bench([tenant], 'http://p/auth/v1.0').seed_storage_url(
+    assert driver.Bench([tenant], 'http://p/auth/v1.0').seed_storage_url(
         tenant) == 'http://127.0.0.1:8080/v1/AUTH_photos'
-    assert bench.Bench(
+    assert driver.Bench(
         [tenant], 'http://p/auth/v1.0',
         seed_url='http://127.0.0.1:8082/').seed_storage_url(tenant) == \
         'http://127.0.0.1:8082/v1/AUTH_photos'
@@ -499,7 +499,7 @@ def offline_main(monkeypatch):
         self.compared_against = base
         return canned_result()
     monkeypatch.setattr(clients.Tenant, 'authenticate', authenticate)
-    monkeypatch.setattr(bench.Bench, 'compare', compare)
+    monkeypatch.setattr(driver.Bench, 'compare', compare)
     return made
 
 
@@ -532,8 +532,8 @@ def test_a_failing_plot_does_not_lose_the_run(monkeypatch, tmp_path,
 
 
 def test_finite_replaces_what_json_cannot_hold():
-    assert bench.finite({'a': [1.0, float('inf'), (2, float('nan'))],
-                         'b': {'c': -float('inf'), 'd': 'x', 'e': None}}) \
+    assert results.finite({'a': [1.0, float('inf'), (2, float('nan'))],
+                           'b': {'c': -float('inf'), 'd': 'x', 'e': None}}) \
         == {'a': [1.0, None, [2, None]],
             'b': {'c': None, 'd': 'x', 'e': None}}
 
@@ -586,7 +586,7 @@ def test_a_comparison_that_dies_keeps_the_runs_it_finished(monkeypatch,
                                                            tmp_path):
     # a 66-minute comparison died in its last run (the cluster's disk was
     # full) and nothing of its 19 finished runs was kept
-    b = bench.Bench([], 'http://auth', saio=None)
+    b = driver.Bench([], 'http://auth', saio=None)
     finished = iter(comparison()[:3])
     monkeypatch.setattr(b, 'switch', lambda mode: None)
     monkeypatch.setattr(b, 'unpin', lambda: None)
@@ -646,7 +646,7 @@ def test_mass_against_static_in_the_same_cycle():
 def test_a_comparison_against_static_runs_static_twice_a_cycle(
         monkeypatch, tmp_path):
     # mass against static, with an A/A control as CPU-bound as both
-    b = bench.Bench([], 'http://auth', saio=None)
+    b = driver.Bench([], 'http://auth', saio=None)
     switched = []
     monkeypatch.setattr(b, 'switch', switched.append)
     monkeypatch.setattr(b, 'unpin', lambda: None)

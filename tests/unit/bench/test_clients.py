@@ -26,7 +26,7 @@ from swift.common.middleware.s3api import s3api
 from swift.common.swob import Request, Response
 from swift.common.utils import md5
 
-from mass_bench import bench, clients, report, resources, summary, \
+from mass_bench import clients, driver, report, resources, summary, \
     workloads
 
 NAMES = ['seed-%05d' % i for i in range(200)]
@@ -261,15 +261,15 @@ def hdd(writes, passed):
 ])
 def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
                                          expected):
-    monkeypatch.setattr(bench.Bench, 'policy_sample', lambda self: None)
+    monkeypatch.setattr(driver.Bench, 'policy_sample', lambda self: None)
     sampler = FakeSampler(devices)
     photos = clients.Tenant.parse(
         'photos:web:web=A,objects=6,concurrency=2,popularity=zipf:1,'
         'warmup=0.3,seconds=1')
     photos.url, photos.token = 'http://p/v1/AUTH_photos', 'tk'
     fake_proxy.hot = {'seed-00000'}
-    b = bench.Bench([photos], 'http://p/auth/v1.0', progress=lambda *a,
-                    **k: None, sampler=sampler)
+    b = driver.Bench([photos], 'http://p/auth/v1.0', progress=lambda *a,
+                     **k: None, sampler=sampler)
     began = time.time()
     result = b.run({photos: photos.workload}, 'test')
     # one snapshot at the start of the measured time, one at its end
@@ -324,8 +324,8 @@ def test_the_default_sampler_asks_tools_saio_and_the_proxies_redis(
                         lambda url: asked.append(url) or 1234)
     conf = tmp_path / 'proxy-server.conf'
     conf.write_text('[filter:mass]\nredis_url = redis://10.1.1.1:6390\n')
-    b = bench.Bench([], 'http://p/auth/v1.0', saio='/x/tools/saio',
-                    conf=str(conf))
+    b = driver.Bench([], 'http://p/auth/v1.0', saio='/x/tools/saio',
+                     conf=str(conf))
     taken = b.sampler.snapshot()
     assert taken['devices'] is None and taken['redis_commands'] == 1234
     # this machine's processes, by group
@@ -375,27 +375,27 @@ def test_clients_issue_until_the_end_and_wait_for_the_last_answer(
 
 def test_seeding_then_sync_then_the_settle_then_the_clients(monkeypatch):
     events = []
-    monkeypatch.setattr(bench.os, 'sync', lambda: events.append('sync'))
-    monkeypatch.setattr(bench.time, 'sleep',
+    monkeypatch.setattr(driver.os, 'sync', lambda: events.append('sync'))
+    monkeypatch.setattr(driver.time, 'sleep',
                         lambda s: events.append(('sleep', s)))
-    b = bench.Bench([], 'http://p/auth/v1.0', settle_after_seeding=35.0,
-                    progress=lambda *a, **k: None)
+    b = driver.Bench([], 'http://p/auth/v1.0', settle_after_seeding=35.0,
+                     progress=lambda *a, **k: None)
     b.settle_write_back()
     assert events == ['sync', ('sleep', 35.0)]
     del events[:]
-    bench.Bench([], 'http://p/auth/v1.0', settle_after_seeding=0.0,
-                progress=lambda *a, **k: None).settle_write_back()
+    driver.Bench([], 'http://p/auth/v1.0', settle_after_seeding=0.0,
+                 progress=lambda *a, **k: None).settle_write_back()
     assert events == ['sync']
     del events[:]
     # the demo's and the weights grid's runs: neither
-    bench.Bench([], 'http://p/auth/v1.0').settle_write_back()
+    driver.Bench([], 'http://p/auth/v1.0').settle_write_back()
     assert events == []
 
 
 @pytest.mark.filterwarnings('ignore:Using fork')
 def test_a_run_settles_after_seeding_every_tenant(fake_proxy, monkeypatch):
     synced = []
-    monkeypatch.setattr(bench.os, 'sync',
+    monkeypatch.setattr(driver.os, 'sync',
                         lambda: synced.append((time.time(),
                                                len(fake_proxy.log))))
     sampler = FakeSampler([None, None])
@@ -404,9 +404,9 @@ def test_a_run_settles_after_seeding_every_tenant(fake_proxy, monkeypatch):
                for name in ('photos', 'videos')]
     for t in tenants:
         t.url, t.token = 'http://p/v1/AUTH_%s' % t.label, 'tk'
-    b = bench.Bench(tenants, 'http://p/auth/v1.0', sampler=sampler,
-                    settle_after_seeding=0.6, progress=lambda *a, **k: None)
-    monkeypatch.setattr(bench.Bench, 'policy_sample', lambda self: None)
+    b = driver.Bench(tenants, 'http://p/auth/v1.0', sampler=sampler,
+                     settle_after_seeding=0.6, progress=lambda *a, **k: None)
+    monkeypatch.setattr(driver.Bench, 'policy_sample', lambda self: None)
     b.run({t: t.workload for t in tenants}, 'test')
     (when, seeded), = synced
     # both tenants' containers (each HEADed once made: its policy) and 3

@@ -17,7 +17,7 @@ import glob
 import os
 import re
 
-from mass_bench import bench
+from mass_bench import results
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -93,7 +93,7 @@ def test_results_are_kept_gzipped_and_readable():
     # every tools/bench result among them can be redrawn
     for path in kept:
         if 'group-commit' not in path:  # tools/bench-group-commit's
-            bench.load_results(os.path.dirname(path))
+            results.load_results(os.path.dirname(path))
     sizes = sum(os.path.getsize(p) for p in glob.glob(
         os.path.join(RUNS, '**', '*'), recursive=True)
         if os.path.isfile(p) and not p.endswith('.png'))

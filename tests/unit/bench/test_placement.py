@@ -16,7 +16,7 @@ import pytest
 from swift.common.storage_policy import StoragePolicy, \
     StoragePolicyCollection
 
-from mass_bench import bench, clients, placement
+from mass_bench import clients, driver, placement
 from swift_mass import conf as mass_conf
 from swift_mass.control import substores
 
@@ -93,10 +93,10 @@ def test_placed_runs_without_mass_and_creates_containers_where_placed(
             return 201, {'x-storage-policy': 'x'}, b''
     monkeypatch.setattr(clients, 'Connection', Connection)
     progress = []
-    runner = bench.Bench(tenants, 'http://p/auth/v1.0',
-                         saio=str(recorder.saio), settle=0,
-                         conf=proxy_conf(tmp_path),
-                         progress=lambda *a, **k: progress.append(a[0]))
+    runner = driver.Bench(tenants, 'http://p/auth/v1.0',
+                          saio=str(recorder.saio), settle=0,
+                          conf=proxy_conf(tmp_path),
+                          progress=lambda *a, **k: progress.append(a[0]))
     for mode in ('placed', 'default'):
         runner.switch(mode)
         for tenant in tenants:

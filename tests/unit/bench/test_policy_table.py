@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from mass_bench import bench, clients, policy_table, report, summary
+from mass_bench import clients, driver, policy_table, report, summary
 from swift_mass.control.entry import PolicyEntry
 
 # an entry as the store keeps it
@@ -165,7 +165,7 @@ def tenant():
 
 
 def test_the_bench_samples_its_tenants_entries():
-    b = bench.Bench([tenant()], 'http://p/auth/v1.0')
+    b = driver.Bench([tenant()], 'http://p/auth/v1.0')
     b.store = FakeStore([{'AUTH_photos': CACHE, 'AUTH_other': CACHE},
                          {}, RuntimeError('Redis down')])
     assert b.policy_sample() == {'photos': entry()}
@@ -197,8 +197,8 @@ def test_a_run_records_what_mass_did_each_second(monkeypatch):
     photos.workload = photos.workload.with_options(
         objects=2, concurrency=1, warmup=1.0, seconds=3)
     deleted = dict(CACHE, method='none', validated=True)
-    b = bench.Bench([photos], 'http://p/auth/v1.0', sampler=FakeSampler(),
-                    progress=lambda *a, **k: None)
+    b = driver.Bench([photos], 'http://p/auth/v1.0', sampler=FakeSampler(),
+                     progress=lambda *a, **k: None)
     # warm-up, then 0 s and 1 s with cache, then none
     b.store = FakeStore([{}, {'AUTH_photos': CACHE},
                          {'AUTH_photos': CACHE}, {'AUTH_photos': deleted}])

@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from mass_bench import bench
+from mass_bench import bench, results
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -69,7 +69,7 @@ def test_redraw_draws_the_plots_from_the_results(name, tmp_path, capsys):
 def test_results_json_is_read_before_the_gzipped_copy(tmp_path):
     write(tmp_path, 'results.json', smallest_result())
     write(tmp_path, 'results.json.gz', {'not': 'read'})
-    path, result = bench.load_results(str(tmp_path))
+    path, result = results.load_results(str(tmp_path))
     assert path == str(tmp_path / 'results.json')
     assert result == smallest_result()
 

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from mass_bench import report, resources, summary
+from mass_bench import report, resources, resources_report, summary
 
 
 def test_cpu_times_of_all_cores(tmp_path):
@@ -172,7 +172,7 @@ def test_where_the_time_went_per_mode():
     assert by_mode['mass']['cpu'] == {'busy_pct': 60.0, 'iowait_pct': 20.0}
     assert by_mode['mass']['devices']['hdd']['write_throttle']['pct'] == \
         pytest.approx(92.667, abs=0.001)
-    table = resources.format_table(by_mode).splitlines()
+    table = resources_report.format_table(by_mode).splitlines()
     assert table[1].split() == [
         'mode', 'CPU', 'busy', 'iowait', 'hdd', 'r/s', 'hdd', 'w/s', 'hdd',
         'busy', 'hdd', 'r', 'limit', 'hdd', 'w', 'limit', 'hdd', 'budget',
@@ -184,11 +184,11 @@ def test_where_the_time_went_per_mode():
     assert table[4].split()[0] == 'default*'
     # with another base (--base static) the control is that base's twin
     # (a static-based run's tables said default*)
-    assert resources.format_table(by_mode, 'static').splitlines()[4].split(
-        )[0] == 'static*'
-    assert resources.format_costs(by_mode, 'static').splitlines()[4].split(
-        )[0] == 'static*'
-    plain = resources.format_table({'default': {
+    assert resources_report.format_table(
+        by_mode, 'static').splitlines()[4].split()[0] == 'static*'
+    assert resources_report.format_costs(
+        by_mode, 'static').splitlines()[4].split()[0] == 'static*'
+    plain = resources_report.format_table({'default': {
         'seconds': 10.0, 'cpu': {'busy_pct': 99.0, 'iowait_pct': 0.0},
         'devices': None}})
     assert plain.splitlines()[2].split() == ['default', '99%', '0%']
@@ -395,7 +395,7 @@ def test_costs_per_operation():
     assert resources.per_operation(plain, 2000)['redis_commands'] is None
     assert resources.per_operation(where, 0) is None
     assert resources.per_operation(None, 10) is None
-    line = resources.format_cost_line(costs)
+    line = resources_report.format_cost_line(costs)
     assert line == ('    per op (all tenants\' 2000 ops): CPU ms load gen '
                     '0.500, proxies 2.000, object 1.000; I/Os hdd 1.35, ssd '
                     '1.90; Redis cmds 1.00')
@@ -428,7 +428,7 @@ def test_cost_table_per_mode():
         'operations': 1000,
         'cpu_ms': {'proxy': pytest.approx(1.6), 'load_generator': 0.2},
         'device_ios': {'hdd': 2.0}, 'redis_commands': 5.0}
-    lines = resources.format_costs(by_mode).splitlines()
+    lines = resources_report.format_costs(by_mode).splitlines()
     assert 'divided by the operations ALL tenants completed' in lines[0]
     assert lines[1].split() == [
         'mode', 'ops', 'load', 'gen', 'CPU', 'ms', 'proxies', 'CPU', 'ms',
@@ -440,7 +440,8 @@ def test_cost_table_per_mode():
     assert lines[4].split()[0] == 'default*'
     text = report.format_summary({'summary': {}, 'costs': by_mode})
     assert 'cost per operation' in text
-    plain = resources.format_costs({'mass': dict(costs(1.0, None, None))})
+    plain = resources_report.format_costs(
+        {'mass': dict(costs(1.0, None, None))})
     assert 'device I/Os: not sampled' in plain
 
 
@@ -511,11 +512,11 @@ def test_stalls_set_the_seconds_a_tenant_made_nothing_against_the_rest():
         'io_full_pct': 50.0}
     assert found['others']['seconds'] == 2
     assert found['others']['busy_pct'] == 50.0
-    line = resources.format_stalls(found)
+    line = resources_report.format_stalls(found)
     assert line.startswith('    stalls: 2 s with a tenant at 0 ops/s '
                            '(B 2 s, C 1 s): CPU busy 45%, io full 50%')
     assert 'the other 2 s: CPU busy 50%' in line
     # no stall, nothing to say; nothing known, nothing found
-    assert resources.format_stalls(resources.stalls(
+    assert resources_report.format_stalls(resources.stalls(
         {'A': [1, 1]}, machine[:2])) is None
     assert resources.stalls({'A': [1]}, []) is None

@@ -166,17 +166,17 @@ def test_the_grid_workload_is_the_seeds_mix():
 
 def test_the_bench_runs_a_ring_variant_with_its_ring_and_the_rest_without(
         swift_dir, tmp_path):
-    from mass_bench import bench
+    from mass_bench import driver
     calls = tmp_path / 'saio-calls'
     saio = tmp_path / 'saio'
     saio.write_text('#!/bin/sh\necho "$@" >> %s\n' % calls)
     saio.chmod(0o755)
     path = os.path.join(swift_dir, 'object.ring.gz')
     original = open(path, 'rb').read()
-    b = bench.Bench([], 'http://127.0.0.1:8080/auth/v1.0', saio=str(saio),
-                    ring_variants=[rings.RingVariant(
+    b = driver.Bench([], 'http://127.0.0.1:8080/auth/v1.0', saio=str(saio),
+                     ring_variants=[rings.RingVariant(
                         'chosen', 'default', 'standard', (0.5, 0.5))],
-                    swift_dir=swift_dir)
+                     swift_dir=swift_dir)
     b.rings.sleep = lambda seconds: None
     b.switch('chosen')
     assert b.mode == 'chosen' and b.pipeline == 'without'

@@ -15,11 +15,13 @@ import random
 
 import pytest
 
+from mass_bench import ratios
 from mass_bench import scale as bench_scale
+from mass_bench import scale_report, scale_tenants
 
 
 def test_zipf_weights_are_cumulative_and_fall_with_rank():
-    weights = bench_scale.zipf_weights(5, 1.0)
+    weights = scale_tenants.zipf_weights(5, 1.0)
     assert weights == pytest.approx([1, 1.5, 1.5 + 1 / 3.0, 1.5 + 1 / 3.0 +
                                      0.25, 1.5 + 1 / 3.0 + 0.25 + 0.2])
     steps = [b - a for a, b in zip([0] + weights, weights)]
@@ -28,36 +30,36 @@ def test_zipf_weights_are_cumulative_and_fall_with_rank():
 
 def test_realistic_spread_is_a_zipf_tail_most_tenants_idle():
     tenants = 10000
-    weights = bench_scale.zipf_weights(tenants, 1.2)
-    requests = bench_scale.spread('realistic', tenants, random.Random(1),
-                                  weights)
+    weights = scale_tenants.zipf_weights(tenants, 1.2)
+    requests = scale_tenants.spread('realistic', tenants,
+                                    random.Random(1), weights)
     assert sum(requests.values()) == tenants // 2
     assert all(0 <= i < tenants for i in requests)
     # most idle; the busiest rank takes a large share of the requests
     assert len(requests) < tenants / 4
     assert max(requests.values()) == requests[0] > tenants / 50
     # reproducible with the same seed
-    assert requests == bench_scale.spread('realistic', tenants,
-                                          random.Random(1), weights)
+    assert requests == scale_tenants.spread('realistic', tenants,
+                                            random.Random(1), weights)
     with pytest.raises(ValueError):
-        bench_scale.spread('realistic', tenants, random.Random(1),
-                           weights[:10])
+        scale_tenants.spread('realistic', tenants, random.Random(1),
+                             weights[:10])
 
 
 def test_worst_spread_is_every_tenant():
     for kind in ('worst', 'worst-new'):
-        requests = bench_scale.spread(kind, 1000, random.Random(1))
+        requests = scale_tenants.spread(kind, 1000, random.Random(1))
         assert requests == dict.fromkeys(range(1000), 10)
 
 
 def test_tenants_and_their_profiles():
-    assert bench_scale.tenant_name(255) == 'AUTH_000000ff'
-    assert [bench_scale.profile(i) for i in range(5)] == [
+    assert scale_tenants.tenant_name(255) == 'AUTH_000000ff'
+    assert [scale_tenants.profile(i) for i in range(5)] == [
         'read', 'read', 'write', 'mixed', 'read']
 
 
 def test_format_table():
-    text = bench_scale.format_table(
+    text = scale_report.format_table(
         [{'label': '1,000 worst', 'cpu': 0.0123, 'commands': 12345,
           'trips': None},
          {'label': '100,000 worst', 'cpu': 1.5, 'commands': 7,
@@ -73,13 +75,13 @@ def test_format_table():
 
 
 def test_figures():
-    assert bench_scale.fmt(None) == '-'
-    assert bench_scale.fmt(1234567.8) == '1,234,568'
-    assert bench_scale.fmt(0.5, 2) == '0.50'
-    assert bench_scale.median([3, None, 1, 2]) == 2
-    assert bench_scale.median([None]) is None
-    assert bench_scale.in_intervals(7.5, 5) == 1.5
-    assert bench_scale.in_intervals(None, 5) is None
+    assert scale_report.fmt(None) == '-'
+    assert scale_report.fmt(1234567.8) == '1,234,568'
+    assert scale_report.fmt(0.5, 2) == '0.50'
+    assert ratios.median([3, None, 1, 2]) == 2
+    assert ratios.median([None]) is None
+    assert scale_report.in_intervals(7.5, 5) == 1.5
+    assert scale_report.in_intervals(None, 5) is None
 
 
 def test_options(capsys):
