@@ -76,6 +76,13 @@ ENV_OPTED_OUT = 'mass.opted_out'
 # or account and kept by ``mass`` in its sysmeta (swift_mass.proxy.marks).
 # On a container: swift-mass migrate is moving it; writes are refused.
 MIGRATING_MARK_HEADER = 'X-Mass-Migrating'
+# On a reseller admin's container HEAD: answer with each primary container
+# server's view of the container (swift-mass migrate checks that every
+# replica is empty before it deletes a container it emptied), one response
+# header per replica: REPLICA_RESPONSE_PREFIX + its number, its value
+# "<status> <object count> <storage policy index>" (replica_value).
+REPLICAS_REQUEST_HEADER = 'X-Mass-Replicas'
+REPLICA_RESPONSE_PREFIX = 'X-Mass-Replica-'
 # On an account: the tenant's requests get mass_queue's reserved slots.
 URGENT_MARK_HEADER = 'X-Mass-Urgent'
 # On an account: Mass leaves the tenant's requests as Swift alone would
@@ -144,3 +151,17 @@ def parse_priority(value, default):
     if PRIORITY_MIN <= priority <= PRIORITY_MAX:
         return priority
     return default
+
+
+def replica_value(status, object_count, policy_index):
+    """The value of a container replica's response header: its container
+    server's status (0: no answer), object count and policy index (-1
+    where it gave none)."""
+    return '%d %d %d' % (status, object_count, policy_index)
+
+
+def parse_replica_value(value):
+    """``(status, object count, policy index)`` of :func:`replica_value`'s
+    text; ValueError if it is not one."""
+    status, count, policy = (int(part) for part in value.split())
+    return status, count, policy

@@ -33,6 +33,7 @@ from swift_mass.control.stores import store_from_conf
 from swift_mass.control.substores import SubstoreCheck
 from swift_mass.proxy import marks, routing
 from swift_mass.proxy.authorization import Authorization
+from swift_mass.proxy.container_replicas import ContainerReplicas
 from swift_mass.proxy.conf import MassConf
 from swift_mass.proxy.methods import Methods
 from swift_mass.proxy.sysmeta import AccountSysmeta
@@ -339,6 +340,7 @@ class MassMiddleware(object):
             app, self.conf.urgent_recheck_seconds, logger=self.logger)
         self.moving_containers = marks.MovingContainers(
             app, self.conf.migrate_retry_after)
+        self.container_replicas = ContainerReplicas(app, self.logger)
         # observe mode without the control loop has no use for them
         self._looks_up_marks = self.conf.active or self.conf.control_loop
         if not self.conf.active:
@@ -357,6 +359,8 @@ class MassMiddleware(object):
 
     def __call__(self, env, start_response):
         sent_marks = marks.taken_out(env)
+        replicas_asked = env.pop(tags.environ_key(
+            tags.REPLICAS_REQUEST_HEADER), None)
         if tags.strip_client_tags(env):
             metrics.increment(self.logger, 'forged_tags', 'forged_tags')
         tenant = tenant_of(env.get('PATH_INFO', ''))
@@ -376,6 +380,8 @@ class MassMiddleware(object):
         refusal = authorization.settle()
         if refusal is not None:
             return refusal(env, start_response)
+        if ContainerReplicas.asked(env, replicas_asked):
+            return self.container_replicas(env, start_response)
         is_object = object_of(env['PATH_INFO'])
         return TenantRequest(self._app_for(env, entry, is_object),
                              self.agent)(env, start_response, tenant,

@@ -16,6 +16,8 @@ import threading
 
 from swiftclient.exceptions import ClientException
 
+from swift_mass import tags
+
 from swift_mass.cli.migrate.decisions import (
     JOURNAL_CONTAINER, MARK_HEADER, RAW_QUERY, MigrationError, http_status,
     mark_value)
@@ -158,26 +160,64 @@ class Account(object):
             return head.get('x-storage-policy')
         return policy
 
-    def delete_container(self, container, check_lock=True):
+    def replicas(self, container):
+        """``[(status, object count, policy index)]`` of each replica of
+        ``container``, as its container server answers a direct HEAD (the
+        mass filter asks them for a reseller admin:
+        swift_mass.proxy.container_replicas); None if the proxy did not
+        say (a proxy without a mass filter that shows them)."""
+        headers = _lower(self.conn.head_container(container, headers={
+            tags.REPLICAS_REQUEST_HEADER: 'true'}))
+        prefix = tags.REPLICA_RESPONSE_PREFIX.lower()
+        found = sorted((int(k[len(prefix):]), v) for k, v in headers.items()
+                       if k.startswith(prefix))
+        if not found:
+            return None
+        return [tags.parse_replica_value(value) for _, value in found]
+
+    def unsettled_replicas(self, container):
+        """Why not every replica of ``container`` holds it, empty and in
+        one policy, in words, or None: a replica whose listing still holds
+        rows (object updates it has not had yet) refuses the container's
+        DELETE while a quorum takes it, and keeps the container in its old
+        policy when it is made again (Swift's proxy answers both by its
+        quorum)."""
+        return unsettled(container, self.replicas(container))
+
+    def delete_container(self, container, check_lock=True,
+                         every_replica=False):
         """Delete an emptied container, waiting while its object count
-        catches up with the deletes (Swift answers 409 meanwhile); False if
-        it lists objects: the caller decides what becomes of them."""
+        catches up with the deletes (Swift answers 409 meanwhile); with
+        ``every_replica``, only once every replica holds it empty (a
+        container made again in another policy: :meth:`unsettled_replicas`)
+        and waiting while a minority of them still lists objects (their
+        rows come from their listing: no new object).  False if it lists
+        objects: the caller decides what becomes of them."""
+        why = None
         for attempt in range(self.delete_retries):
             if check_lock:
                 self.lock.check()
-            try:
-                self.conn.delete_container(container)
-                return True
-            except ClientException as err:
-                if http_status(err) == 404:
+            if every_replica:
+                replicas = self.replicas(container)
+                why = unsettled(container, replicas)
+                if why is not None and not minority_behind(replicas) and \
+                        self.listing(container):
+                    return False
+            if why is None:
+                try:
+                    self.conn.delete_container(container)
                     return True
-                if http_status(err) != 409:
-                    raise
-            if self.listing(container):
-                return False
+                except ClientException as err:
+                    if http_status(err) == 404:
+                        return True
+                    if http_status(err) != 409:
+                        raise
+                if self.listing(container):
+                    return False
             self.sleep(min(5.0, 0.5 * (attempt + 1)))
         raise MigrationError('%s is empty but Swift still counts objects '
-                             'in it: run again later' % container)
+                             'in it (%s): run again later' % (
+                                 container, why or 'its DELETE is refused'))
 
     def forget_journal_container(self):
         """Delete the journal container unless it holds another
@@ -185,3 +225,34 @@ class Account(object):
         behind refuses the tenant's own writes to it (and its deletion).
         This run's lock is released by now, so it is not checked."""
         self.delete_container(JOURNAL_CONTAINER, check_lock=False)
+
+
+def unsettled(container, replicas):
+    """:meth:`Account.unsettled_replicas` of ``replicas`` (as
+    :meth:`Account.replicas` answers)."""
+    if replicas is None:
+        return ('the proxy does not show the replicas of %s (its mass '
+                'filter is older than this command)' % container)
+    for number, (status, count, policy) in enumerate(replicas):
+        if status // 100 != 2:
+            return 'replica %d of %s answered %s' % (
+                number, container, status or 'nothing')
+        if count:
+            return 'replica %d of %s still lists %d objects' % (
+                number, container, count)
+        if policy != replicas[0][2]:
+            return 'replica %d of %s is in policy %d, replica 0 in %d' % (
+                number, container, policy, replicas[0][2])
+    return None
+
+
+def minority_behind(replicas):
+    """Whether the replicas that list objects (or did not answer) are
+    fewer than those that hold the container empty: what the minority
+    lists are rows of objects deleted already, which it has not been told
+    of yet, not a client's new objects (which a quorum lists)."""
+    if not replicas:
+        return False
+    empty = sum(1 for status, count, _ in replicas
+                if status // 100 == 2 and not count)
+    return empty > len(replicas) // 2

@@ -136,7 +136,8 @@ class EmptyPhase(Phase):
                 break
             if step == 'empty':
                 self._empty(journal, summary)
-                if not self.account.delete_container(container):
+                if not self.account.delete_container(container,
+                                                     every_replica=True):
                     continue  # objects arrived: empty it again
             self.progress('%s: creating it again in %s' % (
                 container, journal.target))
@@ -146,6 +147,17 @@ class EmptyPhase(Phase):
             raise MigrationError(
                 '%s: clients keep creating it again in another policy'
                 % container)
+        # every replica deleted it first (Account.delete_container), so
+        # every one took the PUT; one that did not would keep the old
+        # policy, and the proxies whose lookups reach it would write and
+        # read the objects there.  Checked again by the next run, which
+        # finds the move in this phase.
+        why = self.account.unsettled_replicas(container)
+        if why is not None:
+            raise MigrationError(
+                '%s was made again in %s, but %s: Swift\'s replicators must '
+                'bring its replicas together before the move goes on; run '
+                'again later' % (container, journal.target, why))
         self.next_phase(journal, 'restore')
 
     def _empty(self, journal, summary):

@@ -18,6 +18,7 @@ import json
 import socket
 import time
 import urllib.parse
+from unittest import mock
 
 import pytest
 from swift.common.middleware import gatekeeper
@@ -25,6 +26,7 @@ from swift.common.swob import Request, Response
 from swift.common.utils import Timestamp
 from swiftclient.exceptions import ClientException
 
+from swift_mass import tags
 from swift_mass.cli import control, main as cli, migrate
 from swift_mass.control.entry import PolicyEntry
 from swift_mass.proxy import marks, middleware as proxy
@@ -56,6 +58,11 @@ class FakeSwift(object):
     def __init__(self):
         self.containers = {}
         self.tombstones = {}
+        #: {container: rows the listing of its third replica still holds
+        #: (object updates it has not had yet)}, and for how many more of
+        #: the run's sleeps (None: for good)
+        self.lagging_rows = {}
+        self.lagging_for = None
         self.now = 1000.0
         self.ts = 0
         self.crash_at = None
@@ -64,6 +71,19 @@ class FakeSwift(object):
 
     def sleep(self, seconds):
         self.now += seconds
+        if self.lagging_for is not None:
+            self.lagging_for -= 1
+            if self.lagging_for <= 0:
+                self.lagging_rows.clear()
+
+    def replicas(self, name):
+        """What a direct HEAD of each of the container's three replicas
+        answers: (status, object count, policy index)."""
+        container = self.containers[name]
+        index = [p['name'] for p in POLICIES].index(container['policy'])
+        count = len(self.listing(name))
+        return [(204, count, index), (204, count, index),
+                (204, count + self.lagging_rows.get(name, 0), index)]
 
     def clock(self):
         return self.now
@@ -202,9 +222,15 @@ class FakeConn(object):
         return {}, self._listed([{'name': n} for n in names], limit,
                                 full_listing)
 
-    def head_container(self, name):
+    def head_container(self, name, headers=None):
         self.swift.alive()
         container = self._container(name)
+        if self.mass and self.reseller and \
+                (headers or {}).get(tags.REPLICAS_REQUEST_HEADER):
+            # the mass filter's answer (swift_mass.proxy.container_replicas)
+            return {'%s%d' % (tags.REPLICA_RESPONSE_PREFIX, i):
+                    tags.replica_value(*answer) for i, answer in
+                    enumerate(self.swift.replicas(name))}
         objects = [o for o in container['objects'].values()
                    if not self.swift._expired(o)]
         shown = {'X-Mass-Migrating': container['mark']} \
@@ -1871,3 +1897,62 @@ def test_the_journal_container_stays_while_it_holds_another_journal():
         migrator(swift).abort('c')
     assert list(swift.containers[migrate.JOURNAL_CONTAINER]['objects']) == \
         ['journal/other']
+
+
+# --- every replica of the container -----------------------------------------
+
+def test_a_container_is_deleted_only_once_every_replica_is_empty():
+    """A replica whose listing still holds rows refuses the DELETE while
+    a quorum takes it, and would keep the container in its old policy:
+    the move waits until every replica is empty."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    deletes = []
+    delete = FakeConn.delete_container
+
+    def counted(conn, name):
+        deletes.append((name, dict(swift.lagging_rows)))
+        return delete(conn, name)
+    m = migrator(swift)
+    swift.lagging_rows['c'] = 3
+    swift.lagging_for = 4
+    with mock.patch.object(FakeConn, 'delete_container', counted):
+        m.run('c')
+    assert_moved(swift, before)
+    # no DELETE of c while its third replica still listed rows
+    assert [d for d in deletes if d[0] == 'c'] == [('c', {})]
+
+
+def test_a_replica_that_stays_behind_stops_the_move_before_the_delete():
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    m = migrator(swift, delete_retries=3)
+    on_journal(m, 'empty', lambda: swift.lagging_rows.update(c=2))
+    with pytest.raises(migrate.MigrationError,
+                       match='replica 2 of c still lists 2 objects'):
+        m.run('c')
+    # c was not deleted: still in its policy; a later run moves it
+    assert swift.containers['c']['policy'] == 'standard'
+    swift.lagging_rows.clear()
+    migrator(swift).run('c')
+    assert_moved(swift, before)
+
+
+def test_without_the_filters_replicas_nothing_is_deleted():
+    swift = FakeSwift()
+    populate(swift)
+
+    class Older(FakeConn):
+        """A proxy whose mass filter predates the replicas' answer."""
+
+        def head_container(self, name, headers=None):
+            return super(Older, self).head_container(name)
+    m = migrate.Migrator(lambda: Older(swift), 'bulk', sleep=swift.sleep,
+                         clock=swift.clock, workers=1, settle=5,
+                         delete_retries=2)
+    with pytest.raises(migrate.MigrationError,
+                       match='does not show the replicas of c'):
+        m.run('c')
+    assert swift.containers['c']['policy'] == 'standard'

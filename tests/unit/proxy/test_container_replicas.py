@@ -1,0 +1,117 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A reseller admin's container HEAD that asks for the container's
+replicas (swift_mass.proxy.container_replicas), through the mass filter
+in front of a proxy app with a container ring."""
+import pytest
+
+from swift.common.exceptions import ClientException
+from swift.common.header_key_dict import HeaderKeyDict
+from swift.common.swob import HTTPForbidden, Request
+
+from swift_mass import tags
+from swift_mass.proxy import middleware as proxy
+from tests.unit.helpers import RecordingApp
+
+NODES = [{'ip': '127.0.0.%d' % n, 'port': 6201 + 10 * n,
+          'device': 'sdb%d' % n} for n in (1, 2, 3)]
+
+
+class Ring(object):
+    def get_nodes(self, account, container):
+        assert (account, container) == ('AUTH_t', 'c')
+        return 7, NODES
+
+
+class ProxyApp(RecordingApp):
+    """The proxy app right of Mass, with its container ring."""
+    container_ring = Ring()
+
+
+def heads(answers):
+    """A direct HEAD of each node: its headers, or the exception."""
+    def head(node, part, account, container, **kwargs):
+        assert part == 7
+        answer = answers[node['device']]
+        if isinstance(answer, Exception):
+            raise answer
+        # as direct_client answers: headers whatever their case
+        return HeaderKeyDict(answer)
+    return head
+
+
+def make(answers):
+    app = ProxyApp()
+    mass = proxy.filter_factory({}, urgent_recheck_seconds='0')(app)
+    mass.container_replicas.head = heads(answers)
+    return mass, app
+
+
+def ask(mass, path='/v1/AUTH_t/c', method='HEAD', reseller=True,
+        authorize=None):
+    env = {'swift.authorize': authorize or (lambda req: None)}
+    if reseller:
+        env['reseller_request'] = True
+    return Request.blank(path, method=method, environ=env, headers={
+        tags.REPLICAS_REQUEST_HEADER: 'true'}).get_response(mass)
+
+
+ANSWERS = {
+    'sdb1': {'X-Container-Object-Count': '0',
+             'X-Backend-Storage-Policy-Index': '2'},
+    'sdb2': {'X-Container-Object-Count': '0',
+             'X-Backend-Storage-Policy-Index': '2'},
+    # a replica that missed the DELETE of its objects' rows and the
+    # container's new policy
+    'sdb3': {'X-Container-Object-Count': '5',
+             'X-Backend-Storage-Policy-Index': '0'},
+}
+
+
+def test_a_reseller_admin_sees_each_replica():
+    mass, app = make(ANSWERS)
+    resp = ask(mass)
+    assert resp.status_int == 200
+    shown = {k: v for k, v in resp.headers.items()
+             if k.startswith(tags.REPLICA_RESPONSE_PREFIX)}
+    assert shown == {'X-Mass-Replica-0': '200 0 2',
+                     'X-Mass-Replica-1': '200 0 2',
+                     'X-Mass-Replica-2': '200 5 0'}
+    assert [tags.parse_replica_value(v) for _, v in sorted(
+        shown.items())][2] == (200, 5, 0)
+    assert app.environs == []  # answered by the filter
+
+
+def test_a_replica_that_does_not_answer_is_shown_so():
+    answers = dict(ANSWERS, sdb2=ClientException('gone', http_status=507),
+                   sdb3=OSError('refused'))
+    resp = ask(make(answers)[0])
+    assert resp.headers['X-Mass-Replica-1'] == '507 0 -1'
+    assert resp.headers['X-Mass-Replica-2'] == '0 0 -1'
+
+
+@pytest.mark.parametrize('request_kwargs', [
+    {'reseller': False},  # anyone else: the header is a forged tag
+    {'authorize': lambda req: HTTPForbidden(request=req)},
+    {'method': 'GET'},
+    {'path': '/v1/AUTH_t/c/o'},
+    {'path': '/v1/AUTH_t'},
+])
+def test_anything_else_is_swifts(request_kwargs):
+    mass, app = make(ANSWERS)
+    resp = ask(mass, **request_kwargs)
+    assert not any(k.startswith(tags.REPLICA_RESPONSE_PREFIX)
+                   for k in resp.headers)
+    if app.environs:
+        # the question does not reach Swift either
+        assert all(tags.environ_key(tags.REPLICAS_REQUEST_HEADER) not in env
+                   for env in app.environs)
