@@ -23,7 +23,6 @@ headers (less the request's ids and date) and body, denials included."""
 import configparser
 import contextlib
 import io
-import re
 import subprocess
 import time
 import urllib.parse
@@ -40,6 +39,7 @@ from botocore.credentials import Credentials
 from swift.common import direct_client
 from swift.common.storage_policy import POLICIES
 
+from tests import s3_answers
 from tests.functional.conftest import Tenant
 from tests.functional.test_cache import PROXY, PROXY2, pin, \
     tenant_trusted, generations_trusted
@@ -58,9 +58,6 @@ OTHER_ACCOUNT = ('test2:tester2', 'testing2')
 # (8083 is tools/saio keystone's proxy)
 S3_ACL_OFF = {'http://127.0.0.1:8085': '/etc/swift/proxy-server/2.conf',
               'http://127.0.0.1:8086': '/etc/swift/proxy-server/3.conf'}
-# parts of an answer that belong to the response, not to the object
-PER_RESPONSE = ('date', 'x-amz-request-id', 'x-amz-id-2', 'x-trans-id',
-                'x-openstack-request-id', 'connection', 'keep-alive')
 
 
 def swift_api(method, proxy, container, obj=None, **kwargs):
@@ -104,26 +101,11 @@ def raw(method, url, user=OWNER, headers=None):
         method, url, user, headers), timeout=30)
 
 
-S3_ERROR = re.compile(rb'<Error><Code>[^<]*</Code>(<Message>[^<]*</Message>)?')
-
-
 def same_for_a_client(resp):
-    """Status, headers and body of a raw answer, less what differs between
-    any two answers."""
-    headers = sorted((k.lower(), v) for k, v in resp.headers.items()
-                     if k.lower() not in PER_RESPONSE)
-    body = resp.content
-    match = re.search(r'boundary=(\w+)', resp.headers.get('Content-Type', ''))
-    if match:
-        headers = [(k, v.replace(match.group(1), 'B')) for k, v in headers]
-        body = body.replace(match.group(1).encode('ascii'), b'B')
-    error = S3_ERROR.search(body)
-    if error:
-        # an S3 error's other elements name the request: its id, and a
-        # signature's string to sign (the time signed, the proxy's port)
-        body = error.group(0)
-        headers = [(k, v) for k, v in headers if k != 'content-length']
-    return resp.status_code, headers, body
+    """What an S3 client gets from ``resp``, less what differs between any
+    two answers (tests/s3_answers.py)."""
+    return s3_answers.same_for_a_client(resp.status_code, resp.headers,
+                                        resp.content)
 
 
 @contextlib.contextmanager

@@ -109,17 +109,32 @@ def test_every_bad_option_names_itself(policies, option, value):
         "[filter:mass] %s = %r is not valid; allowed: " % (option, value))
 
 
-def test_every_option_of_the_sample_is_checked():
+def sample_options(name, section, end=None):
+    """``{option: value}`` the sample ``etc/<name>`` shows in ``section``
+    (up to the text ``end``), Swift's own logging and statsd options and
+    memcache_servers aside; a value followed by its choices
+    ("measured   (measured | configured)") is the value alone."""
     sample = os.path.join(os.path.dirname(__file__), '..', '..', 'etc',
-                          'proxy-server.conf-sample')
+                          name)
     with open(sample) as f:
-        section = f.read().split('[filter:mass]')[1]
+        text = f.read().split('[%s]' % section)[1]
+    if end:
+        text = text.split(end)[0]
+    return {option: re.split(r'\s{2,}', value.strip())[0]
+            for option, value in re.findall(r'^# ([a-z_]+) =[ ]?(.*)$',
+                                            text, re.M)
+            if not option.startswith(('log_', 'statsd_')) and
+            option != 'memcache_servers'}
+
+
+def proxy_sample_options():
     # up to the per-substore tuning, which is Swift's
-    section = section.split('per-substore proxy tuning')[0]
-    documented = set(re.findall(r'^# ([a-z_]+) =', section, re.M))
-    swifts = {'memcache_servers'} | {o for o in documented
-                                     if o.startswith(('log_', 'statsd_'))}
-    assert documented - swifts == {option for option, _ in BAD}
+    return sample_options('proxy-server.conf-sample', 'filter:mass',
+                          'per-substore proxy tuning')
+
+
+def test_every_option_of_the_sample_is_checked():
+    assert set(proxy_sample_options()) == {option for option, _ in BAD}
 
 
 @pytest.mark.parametrize('options, named', [
@@ -339,17 +354,7 @@ def test_the_samples_values_are_the_defaults():
     # as Swift's sharder holds DEFAULT_SHARDER_CONF against its sample:
     # each option the sample shows, set to the value it shows, parses to
     # what no option does
-    sample = os.path.join(os.path.dirname(__file__), '..', '..', 'etc',
-                          'proxy-server.conf-sample')
-    with open(sample) as f:
-        section = f.read().split('[filter:mass]')[1]
-    section = section.split('per-substore proxy tuning')[0]
-    shown = {}
-    for name, value in re.findall(r'^# ([a-z_]+) =[ ]?(.*)$', section, re.M):
-        if name.startswith(('log_', 'statsd_')) or name == 'memcache_servers':
-            continue  # Swift's own
-        # "measured   (measured | configured)": the value, then its choices
-        shown[name] = re.split(r'\s{2,}', value.strip())[0]
+    shown = proxy_sample_options()
     assert len(shown) > 30
     default = parsed(MassConf({}))
     differ = {name: value for name, value in shown.items()
@@ -358,15 +363,7 @@ def test_the_samples_values_are_the_defaults():
 
 
 def test_the_object_server_samples_values_are_the_defaults():
-    sample = os.path.join(os.path.dirname(__file__), '..', '..', 'etc',
-                          'object-server.conf-sample')
-    with open(sample) as f:
-        section = f.read().split('[filter:mass_queue]')[1]
-    shown = {}
-    for name, value in re.findall(r'^# ([a-z_]+) =[ ]?(.*)$', section, re.M):
-        if name.startswith(('log_', 'statsd_')):
-            continue  # Swift's own
-        shown[name] = re.split(r'\s{2,}', value.strip())[0]
+    shown = sample_options('object-server.conf-sample', 'filter:mass_queue')
     assert len(shown) > 10
     default = parsed(QueueConf({}))
     differ = {}

@@ -15,7 +15,6 @@ as an S3 client signs them, with ``s3_acl`` off and on.  What an S3
 client gets from a hit must be what it gets without Mass, denials
 included, and a denied read leaves nothing behind."""
 import base64
-import re
 import time
 import urllib.parse
 
@@ -34,6 +33,7 @@ from swift.common.middleware.s3api.subresource import ACL, Grant, Owner, \
 from swift.common.swob import Request
 
 from swift_mass.generations import object_key
+from tests import s3_answers
 from tests.unit.proxy.methods.fakes import BODY, PATH, Swift, make
 
 # S3 wants bucket names of 3 characters or more
@@ -44,9 +44,6 @@ SWIFT_PATH = '/v1/AUTH_t/bucket/o'
 # user, who reads only what a container ACL grants
 USERS = {'owner': ('t:owner', 'secret'), 'reader': ('t:reader', 'rsecret')}
 REGION = 'us-east-1'
-# headers that differ between any two answers: the request's ids and date
-_PER_RESPONSE = ('date', 'x-amz-request-id', 'x-amz-id-2', 'x-trans-id',
-                 'x-openstack-request-id', 'x-mass-cache')
 
 
 def pipeline(app, s3_acl, encrypted=False):
@@ -108,28 +105,10 @@ def presigned(app, method, path=KEY, **kwargs):
     return signed(app, method, path, signer='presigned', **kwargs)
 
 
-S3_ERROR = re.compile(rb'<Error><Code>[^<]*</Code>(<Message>[^<]*</Message>)?')
-
-
 def same_for_a_client(resp):
-    """What an S3 client gets, less what differs between any two answers
-    (the request ids and the date) and a multipart boundary's random
-    name."""
-    headers = sorted((k.lower(), v) for k, v in resp.headers.items()
-                     if k.lower() not in _PER_RESPONSE)
-    body = resp.body
-    match = re.search(r'boundary=(\w+)', resp.headers.get('Content-Type', ''))
-    if match:
-        headers = [(k, v.replace(match.group(1), 'B')) for k, v in headers]
-        body = body.replace(match.group(1).encode('ascii'), b'B')
-    # s3api's error bodies name the request's id
-    error = S3_ERROR.search(body)
-    if error:
-        # an S3 error's other elements name the request: its id, and a
-        # signature's string to sign (the time signed, the proxy's port)
-        body = error.group(0)
-        headers = [(k, v) for k, v in headers if k != 'content-length']
-    return resp.status, headers, body
+    """What an S3 client gets from ``resp``, less what differs between any
+    two answers (tests/s3_answers.py)."""
+    return s3_answers.same_for_a_client(resp.status, resp.headers, resp.body)
 
 
 class S3Cluster(object):
