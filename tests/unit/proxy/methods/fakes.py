@@ -36,6 +36,12 @@ BODY = b'0123456789' * 10
 # The one device of the tiny Swift's object ring, its object server
 # registered as bumping generations.
 DEVICE = '127.0.0.1:6200/sdb1'
+# The gap after which a generation call takes Redis for one that hung and
+# replaces the epoch (2 s in a proxy, where heartbeats every half second
+# keep it from lapsing): here no heartbeat runs, and on a loaded machine
+# a test's steps (a second proxy's filter built, say) can be seconds
+# apart.  Tests of the gap itself set their own.
+TEST_GAP_MS = 60000
 
 
 def authorize_as(user):
@@ -306,6 +312,7 @@ def object_servers(swift, prefix):
     their mass_queue does, registered for the one DEVICE."""
     swift.generations = GenerationWriter(REDIS_URL, Logger(),
                                          prefix=prefix + 'cache:')
+    swift.generations.gap_ms = TEST_GAP_MS
     swift.generations.names = lambda: {DEVICE}
     assert swift.generations.heartbeat()
     return swift.generations
@@ -329,6 +336,7 @@ def make(prefix, swift=None, conf=None, store_url=REDIS_URL, pin='cache'):
         # no heartbeat thread: the object servers' registration and a
         # test's calls keep Redis's clock fresh enough
         cache.generations._beating_pid = os.getpid()
+        cache.generations.gap_ms = TEST_GAP_MS
     if pin:
         if store_url == REDIS_URL:
             store.set_pin('AUTH_t', {'class': 'read', 'method': pin})
