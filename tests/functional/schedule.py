@@ -286,16 +286,19 @@ class ScheduledLoad(AcknowledgedLoad):
     def span(self, name, version):
         """``(earliest, latest)`` wall-clock time of the X-Timestamp the
         proxy gave a write: between when it was issued and when its answer
-        came, by the wall clock.  While the clock fault stepped the clock
-        (by S seconds), the proxy's clock may have shown anything within S
-        of those two readings when it dated the write (issued before the
-        step and dated after it, or the other way round), so the span
-        widens by S; None for a write not issued or not answered."""
+        came, by the wall clock (for a write still in flight, now).  While
+        the clock fault stepped the clock (by S seconds), the proxy's clock
+        may have shown anything within S of those two readings when it
+        dated the write (issued before the step and dated after it, or the
+        other way round), so the span widens by S; None for a write not
+        issued."""
         issued = self.issued_at[name].get(version)
-        answered = self.answered_at[name].get(version)
-        if issued is None or answered is None:
+        if issued is None:
             return None
-        widen = self.widened[name].get(version, 0.0)
+        # a write still in flight when a read that saw it is judged (the
+        # read ends first): dated by now, and under the step under way
+        answered = self.answered_at[name].get(version, time.time())
+        widen = self.widened[name].get(version, self.clock_step)
         return min(issued, answered) - widen, max(issued, answered) + widen
 
     def verdict(self, name, floor, ceiling, resp):

@@ -12,6 +12,8 @@
 """The fault schedules' judge (tests/functional/schedule.py,
 ScheduledLoad.verdict) on histories the soak met: a read is judged by the
 writes Swift acknowledged, as Swift keeps them."""
+import time
+
 from tests.functional.schedule import ScheduledLoad
 from tests.functional.test_cache import body_for
 
@@ -143,3 +145,17 @@ def test_a_write_issued_in_a_stepped_clock_may_be_dated_past_its_issue():
     record(load, 'DELETE', 204, 1045.699, 1045.745)
     put = record(load, 'PUT', 201, 1046.007, 1046.075)
     assert load.verdict(NAME, put, put, read_of(put, post)) == 'wrong'
+
+
+def test_a_write_still_in_flight_when_a_read_is_judged_has_a_span():
+    # Seen in the soak (seed 12): the read ended, and was judged, before
+    # the PUT whose data it returned was answered; with the clock stepped
+    # +2.9 s, the POST before it was dated after it.
+    load = ScheduledLoad(Scripted(), [NAME])
+    now = time.time()
+    record(load, 'PUT', 201, now - 10.0, now - 9.9)
+    post = record(load, 'POST', 202, now + 1.0, now - 1.8, stepping=2.9)
+    put = record(load, 'PUT', 201, now - 0.05, now, stepping=2.9)
+    del load.answered_at[NAME][put], load.widened[NAME][put]
+    load.clock_step = 2.9  # the step's settle is not over
+    assert load.verdict(NAME, post, put, read_of(put, post)) == 'reordered'
