@@ -30,14 +30,12 @@ Swift's own authorisation allowed it: 200, with a header per primary
 anyone else the header is dropped with the forged tags, and the HEAD is
 Swift's.
 """
-from eventlet import GreenPile
-from eventlet.timeout import Timeout
 from swift.common.direct_client import direct_head_container
-from swift.common.exceptions import ClientException
 from swift.common.swob import HTTPOk, Request, wsgi_to_str
 from swift.common.utils import split_path
 
 from swift_mass import tags
+from swift_mass.proxy.methods.replicas import head_each
 
 
 class ContainerReplicas(object):
@@ -87,25 +85,14 @@ class ContainerReplicas(object):
 
     def answers(self, account, container):
         """``[(status, object count, policy index)]`` of each primary of
-        the container (status 0 where one did not answer)."""
-        ring = self.proxy.container_ring
-        part, nodes = ring.get_nodes(account, container)
-        pile = GreenPile(len(nodes))
-        for node in nodes:
-            pile.spawn(self._head, node, part, account, container)
-        return list(pile)
-
-    def _head(self, node, part, account, container):
-        try:
-            headers = self.head(node, part, account, container,
-                                conn_timeout=self.conn_timeout,
-                                response_timeout=self.node_timeout)
-            return (200, int(headers.get('x-container-object-count', 0)),
-                    int(headers.get('x-backend-storage-policy-index', -1)))
-        except ClientException as err:
-            return err.http_status or 0, 0, -1
-        except (Exception, Timeout) as err:
-            self.logger.warning(
-                'mass: HEAD of container %s/%s on %s:%s failed: %s',
-                account, container, node.get('ip'), node.get('port'), err)
-            return 0, 0, -1
+        the container (status 0 where one did not answer, -1 where it told
+        no policy)."""
+        part, nodes = self.proxy.container_ring.get_nodes(account, container)
+        # a replica's count and policy only where it has the container
+        return [(status, int(headers.get('x-container-object-count', 0)),
+                 int(headers.get('x-backend-storage-policy-index', -1)))
+                if status == 200 else (status, 0, -1)
+                for status, headers in head_each(
+                    self.head, nodes, (part, account, container),
+                    self.conn_timeout, self.node_timeout,
+                    self.logger.warning)]

@@ -85,6 +85,31 @@ def newest_of(answers):
     return Version(timestamp, data)
 
 
+def head_each(head, nodes, path, conn_timeout, node_timeout, log,
+              headers=None):
+    """``[(status, headers)]`` of a direct HEAD (``head``, a
+    swift.common.direct_client function) of ``path`` (its arguments after
+    the node: partition, account...) on each node, sent in parallel with
+    the proxy server's timeouts; status 0 and no headers where one did not
+    answer, which ``log`` (a logger's method) tells."""
+    def ask(node):
+        try:
+            kwargs = {} if headers is None else {'headers': dict(headers)}
+            return 200, head(node, *path, conn_timeout=conn_timeout,
+                             response_timeout=node_timeout, **kwargs)
+        except ClientException as err:
+            return err.http_status or 0, err.http_headers or {}
+        except (Exception, Timeout) as err:
+            log('mass: HEAD of %s on %s:%s failed: %s',
+                '/'.join(str(p) for p in path[1:]), node.get('ip'),
+                node.get('port'), err)
+            return 0, {}
+    pile = GreenPile(len(nodes))
+    for node in nodes:
+        pile.spawn(ask, node)
+    return list(pile)
+
+
 class Replicas(object):
     """The answers of an object's primaries to a HEAD each, sent in
     parallel with the proxy server's own timeouts (``conn_timeout``,
@@ -132,24 +157,9 @@ class Replicas(object):
         headers = {'X-Backend-Storage-Policy-Index': str(policy_index),
                    'User-Agent': 'Swift Mass',
                    'X-Trans-Id': env.get('swift.trans_id', '')}
-        pile = GreenPile(len(nodes))
-        for node in nodes:
-            pile.spawn(self._head, node, part, account, container, obj,
-                       headers)
-        return list(pile)
-
-    def _head(self, node, part, account, container, obj, headers):
-        try:
-            return 200, self.head(node, part, account, container, obj,
-                                  conn_timeout=self.conn_timeout,
-                                  response_timeout=self.node_timeout,
-                                  headers=dict(headers))
-        except ClientException as err:
-            return err.http_status or 0, err.http_headers or {}
-        except (Exception, Timeout) as err:
-            self.logger.debug('mass cache: HEAD of %s on %s:%s failed: %s',
-                              obj, node.get('ip'), node.get('port'), err)
-            return 0, {}
+        return head_each(self.head, nodes, (part, account, container, obj),
+                         self.conn_timeout, self.node_timeout,
+                         self.logger.debug, headers)
 
     def newest(self, env):
         """The :class:`Version` the primaries of the object ``env`` reads
