@@ -11,7 +11,7 @@
 # under the License.
 # shellcheck shell=bash
 # tools/saio: `install`: packages, Redis, the editable install of this repo,
-# statsd_exporter where the distribution has it (lib/metrics.sh)
+# the metrics backends (lib/metrics.sh)
 # (sourced by tools/saio, which sets the globals and runs main)
 
 # ---------------------------------------------------------------- install
@@ -159,7 +159,7 @@ do_install() {
     # the hetero profile's HDD-class devices run behind it
     ensure_hdd_model
     # `tools/saio metrics` runs it (lib/metrics.sh)
-    install_statsd_exporter
+    install_metrics
 
     if [ "$force" -eq 0 ] && project_installed; then
         say "swift_mass already installed (editable, from $REPO_ROOT); 'install --force' reinstalls"
