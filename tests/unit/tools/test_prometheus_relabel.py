@@ -142,3 +142,12 @@ def test_a_lower_timer_figure_is_not_renamed():
     # the docs use the quantiles, the average, the maximum and the count
     before = series(tool.LATENCY, {'statsd': 'mass_queue.queue.wait.5-lower'})
     assert relabel(before, configs()) == before
+
+
+def test_percentiles_are_those_the_saio_collectd_computes():
+    # a percentile collectd does not compute gives no quantile; one the
+    # relabels do not know keeps collectd's name
+    with open(os.path.join(ROOT, 'tools', 'saio.d', 'collectd.conf.in')) as f:
+        configured = set(re.findall(r'^\s*TimerPercentile\s+(\S+)\s*$',
+                                    f.read(), re.M))
+    assert configured == {p for p, _ in tool.PERCENTILES}

@@ -86,8 +86,14 @@ quiet_packaged_services() {
                 systemctl disable --now "$svc" >/dev/null 2>&1 || warn "could not disable $svc.service"
             fi
         elif [ -x "/etc/init.d/$svc" ]; then
-            "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
-            command -v update-rc.d >/dev/null 2>&1 && update-rc.d "$svc" disable >/dev/null 2>&1 || true
+            # by its own pidfile (and user): never ours
+            if "/etc/init.d/$svc" status >/dev/null 2>&1; then
+                say "stopping Debian's own $svc service (tools/saio metrics runs its own)"
+                "/etc/init.d/$svc" stop >/dev/null 2>&1 || warn "could not stop /etc/init.d/$svc"
+            fi
+            if command -v update-rc.d >/dev/null 2>&1; then
+                update-rc.d "$svc" disable >/dev/null 2>&1 || true
+            fi
         fi
     done
 }
@@ -95,9 +101,9 @@ quiet_packaged_services() {
 install_collectd_chain() {
     if collectd_chain_installed; then
         say "collectd and Prometheus present"
-        return 0
+    else
+        apt_install "${COLLECTD_PKGS[@]}"
     fi
-    apt_install "${COLLECTD_PKGS[@]}"
     quiet_packaged_services
 }
 
