@@ -207,6 +207,9 @@ exporter_start() {
         say "statsd_exporter already runs (pid $pid): statsd $METRICS_STATSD_IP:$METRICS_STATSD_PORT, http://$METRICS_WEB/metrics"
         return 0
     fi
+    if pid=$(collectd_pid); then
+        die "collectd runs (pid $pid) and holds the statsd port: 'tools/saio metrics stop' first"
+    fi
     bin=$(statsd_exporter_bin) ||
         die "no statsd_exporter: 'tools/saio install' installs Debian's $METRICS_PKG where the archive has it; else put statsd_exporter on PATH or set SAIO_STATSD_EXPORTER"
     [ -f "$METRICS_MAPPING" ] || die "no $METRICS_MAPPING"
@@ -229,10 +232,13 @@ exporter_start() {
 }
 
 collectd_chain_start() {
-    local cpid ppid
+    local cpid ppid pid
     if cpid=$(collectd_pid) && ppid=$(prometheus_pid); then
         say "collectd (pid $cpid) and Prometheus (pid $ppid) already run: http://$METRICS_PROMETHEUS_WEB"
         return 0
+    fi
+    if pid=$(metrics_pid); then
+        die "statsd_exporter runs (pid $pid) and holds the statsd port: 'tools/saio metrics stop' first"
     fi
     # half a chain (one of them died): start both afresh
     metrics_stop >/dev/null
@@ -266,7 +272,9 @@ collectd_chain_start() {
 }
 
 metrics_start() {
-    case $(metrics_backend) in
+    local backend
+    backend=$(metrics_backend) || exit 1
+    case $backend in
         statsd_exporter) exporter_start ;;
         collectd) collectd_chain_start ;;
     esac
