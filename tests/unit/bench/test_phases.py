@@ -14,12 +14,13 @@ workload-change experiments of docs/benchmarks/adaptation, their phases
 as that page fixes them, run back to back on the same containers as one
 unit of the ABBA cycles, and their figures per phase."""
 import argparse
+import os
 import re
 import time
 
 import pytest
 
-from mass_bench import bench, clients, driver, phases, report
+from mass_bench import bench, clients, driver, phases, plots, report
 from swift_mass.control import classify
 
 KB = 1024
@@ -277,6 +278,19 @@ def test_phases_run_back_to_back_on_the_same_containers(monkeypatch):
     assert len(sampler.taken) == 6
     assert run['resources']['seconds'] > 3.5
     assert 'phase 2 changed (from 2 s):' in report.format_phased_run(run)
+
+
+def test_a_mode_timeline_marks_where_each_phase_began(tmp_path):
+    run = fake_phased_run('mass', 1)
+    run.update(cycle=0, control=False)
+    assert plots.phase_starts([dict(run, phases=None), run]) == [
+        (0.0, '1 as first seen'), (10.0, '2 changed')]
+    assert plots.phase_starts([dict(run, phases=None)]) == []
+    path, = plots.run_timelines({'modes': ['mass'], 'runs': [run]},
+                                str(tmp_path))
+    assert os.path.basename(path) == 'timeline-mass.png'
+    with open(path, 'rb') as fp:
+        assert fp.read(8) == b'\x89PNG\r\n\x1a\n'
 
 
 def test_the_names_a_tenants_sets_hold_each_once():
