@@ -76,10 +76,19 @@ the starting objects written by a proxy without Mass::
 intervals are as wide as its min-max).  One benchmark at a time: two on
 one machine spoil each other.
 
-``--staged external`` runs the slides' three-stage test (baseline, then
-tenant A dominating, then tenant C dominating) and ``--staged internal`` a
-tenant that switches from reads to writes, each once per mode: the
-timeline shows when Mass reacted.
+``--staged internal`` and ``--staged external`` run the workload-change
+experiments of docs/benchmarks/adaptation (``staged_scenario``): each
+run of a mode is then every phase back to back on the same containers,
+Mass's state carried over (``mass_bench.phases``), and it is that run
+which the ABBA cycles alternate, with the A/A control of the base, as
+above; ``placed`` and ``static`` place and pin each tenant by its phase-1
+workload.  ``internal``: each tenant's own workload changes (a backup
+restores what it wrote, a read-mostly site takes an upload burst, a dump
+is read back); ``external``: the slides' three stages (baseline, tenant A
+dominating, then tenant C).  Without ``--tenant`` the tenants are that
+page's (``STAGED_TENANTS``: 8 clients each, phases of 240 s).  The
+figures are given over all phases and for each phase, and the timeline
+of each mode marks where each phase began.
 
 Results: a table on stdout (``mass_bench.report``), ``results.json``
 (non-finite numbers as null), and PNG plots in ``--out`` when matplotlib
@@ -102,6 +111,7 @@ from mass_bench import clients, report, rings, workloads
 from mass_bench.driver import Bench
 from mass_bench.modes import MODES, PROXY_CONF, Variant, default_saio
 from mass_bench.results import finite, load_results
+from swift_mass.control import classify
 
 DEFAULT_TENANTS = ('photos:web:web=A', 'dbdump:dump:dump=B',
                    'backup:job:job=C')
@@ -134,8 +144,38 @@ def machine():
             'sched_autogroup': autogroup()}
 
 
+# the tenants of the workload-change experiments
+# (docs/benchmarks/adaptation/README.md, fixed before any run): 8 clients
+# each, phases of 240 s; internal: backup C, photos A (Zipf 0.99 over 200),
+# dbdump B (overwrites); external: the slides' A, B and C
+STAGED_TENANTS = {
+    'internal': ('backup:job:job=C,concurrency=8,seconds=240',
+                 'photos:web:web=A,concurrency=8,seconds=240,objects=200,'
+                 'popularity=zipf:0.99',
+                 'dbdump:dump:dump=B,concurrency=8,seconds=240,overwrite=1'),
+    'external': ('photos:web:web=A,concurrency=8,seconds=240',
+                 'dbdump:dump:dump=B,concurrency=8,seconds=240',
+                 'backup:job:job=C,concurrency=8,seconds=240')}
+
+
+def changed(workload):
+    """The internal change's phase 2 of a tenant whose phase 1 is
+    ``workload``: a read-dominated one takes an upload burst (80 % PUT of
+    new objects of its size, 20 % GET by its own popularity); any other
+    reads back its objects (100 % GET, uniform: those it wrote or
+    overwrote and its starting ones)."""
+    if workload.intended_class == classify.READ:
+        return workload.with_options(
+            mix=(('GET', 0.2), ('PUT', 0.8)), overwrite=False,
+            name=workload.name + '->uploads')
+    return workload.with_options(mix=(('GET', 1.0),), overwrite=False,
+                                 popularity='uniform',
+                                 name=workload.name + '->reads')
+
+
 def staged_scenario(name, tenants):
-    """The stages of a staged run: [(name, {tenant: workload or None})]."""
+    """The phases of a phased run: [(name, {tenant: workload or None})],
+    phase 1 every tenant's own workload."""
     if name == 'external':
         if len(tenants) < 2:
             raise ValueError('--staged external needs two tenants or more '
@@ -151,13 +191,8 @@ def staged_scenario(name, tenants):
                 ('2 %s-dominated' % first.label, stage(first)),
                 ('3 %s-dominated' % last.label, stage(last))]
     if name == 'internal':
-        tenant = tenants[0]
-        writes = tenant.workload.with_options(
-            mix=(('PUT', 1.0),), size_min=tenant.workload.size_min,
-            size_max=tenant.workload.size_max,
-            name=tenant.workload.name + '->writes')
-        return [('1 reads', {tenant: tenant.workload}),
-                ('2 switched to writes', {tenant: writes})]
+        return [('1 as first seen', {t: t.workload for t in tenants}),
+                ('2 changed', {t: changed(t.workload) for t in tenants})]
     raise ValueError('--staged: external or internal')
 
 
@@ -235,7 +270,12 @@ def add_run_arguments(parser):
     parser.add_argument('--scale', type=float, default=1.0,
                         help='multiply object sizes (MOS video/backup '
                         'sizes do not fit a test machine)')
-    parser.add_argument('--staged', choices=('external', 'internal'))
+    parser.add_argument('--staged', choices=('external', 'internal'),
+                        help='each run of a mode is the phases of a '
+                        'workload-change experiment back to back on the '
+                        'same containers, in the ABBA cycles '
+                        '(docs/benchmarks/adaptation; without --tenant, '
+                        'its tenants)')
     parser.add_argument('--auth-url', default='http://127.0.0.1:8080/'
                         'auth/v1.0')
     parser.add_argument('--seed-url', help='a proxy (e.g. the SAIO\'s '
@@ -303,8 +343,8 @@ def checked(args):
     """The tenants of ``args`` (their workloads with --seconds and
     --scale), its variants, ring variants and modes; ValueError for an
     option that is not valid."""
-    tenants = [clients.Tenant.parse(t) for t in (args.tenant or
-                                                 DEFAULT_TENANTS)]
+    tenants = [clients.Tenant.parse(t) for t in (
+        args.tenant or STAGED_TENANTS.get(args.staged) or DEFAULT_TENANTS)]
     variants = [Variant.parse(v) for v in args.variant]
     ring_variants = [rings.RingVariant.parse(v, MODES)
                      for v in args.ring_variant]
@@ -337,14 +377,12 @@ def run_modes(bench, args, tenants, modes):
     as they were."""
     try:
         if args.staged:
-            result = bench.staged(staged_scenario(args.staged, tenants),
-                                  modes)
-            text = report.format_staged(result)
-        else:
-            result = bench.compare(modes, args.cycles,
-                                   control=not args.no_control,
-                                   base=args.base)
-            text = report.format_summary(result)
+            bench.phases = staged_scenario(args.staged, tenants)
+        result = bench.compare(modes, args.cycles,
+                               control=not args.no_control, base=args.base)
+        text = report.format_summary(result)
+        if args.staged:
+            text += '\n' + report.format_phases(result)
     finally:
         bench.unpin()
         bench.restore_options()

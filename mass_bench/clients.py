@@ -273,7 +273,8 @@ def tenant_process(tenant, workload, container, names, start, stop_at,
     """All of one tenant's clients, in their own process so that clients
     of different tenants do not share one interpreter lock; puts (label,
     rows, the process's CPU seconds from ``measured_from`` to
-    ``stop_at``) on ``results``."""
+    ``stop_at``, the names of the objects its clients' sets hold at the
+    end: the next phase of a phased run reads those) on ``results``."""
     sets = client_sets(workload, names)
     outs = [[] for _ in range(workload.concurrency)]
     threads = [threading.Thread(target=client, args=(
@@ -287,4 +288,13 @@ def tenant_process(tenant, workload, container, names, start, stop_at,
     for thread in threads:
         thread.join()
     results.put((tenant.label, [row for out in outs for row in out],
-                 cpu[0]))
+                 cpu[0], held_names(sets)))
+
+
+def held_names(sets):
+    """The names the object sets hold, each once, in their order (the
+    clients of a Zipf workload share one set)."""
+    names = {}
+    for objects in {id(s): s for s in sets}.values():
+        names.update(dict.fromkeys(objects.names))
+    return list(names)

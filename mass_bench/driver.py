@@ -14,8 +14,9 @@ comparison are): a run seeds each tenant's new container, starts the
 tenants' client processes (mass_bench.clients), watches the policy table
 and the machine meanwhile and makes the run's figures
 (mass_bench.summary); a comparison runs the modes (mass_bench.modes) in
-ABBA cycles, each with its A/A control.  Runs in the benchmark's process,
-against the SAIO."""
+ABBA cycles, each with its A/A control, a unit of which may be a run of
+phases back to back on the same containers (mass_bench.phases).  Runs in
+the benchmark's process, against the SAIO."""
 import json
 import multiprocessing
 import os
@@ -23,8 +24,8 @@ import threading
 import time
 import urllib.parse
 
-from mass_bench import clients, policy_table, report, resources, summary, \
-    workloads
+from mass_bench import clients, phases, policy_table, report, resources, \
+    summary, workloads
 from mass_bench.modes import OBJECT_CONF, PROXY_CONF, Modes
 from mass_bench.ratios import abba
 from mass_bench.results import finite
@@ -54,6 +55,10 @@ class Bench(Modes):
         # where the runs finished so far are written after each one (None:
         # nowhere), so that a comparison that dies keeps them
         self.keep_runs = None
+        # [(name, {tenant: workload or None})]: every run is these phases
+        # back to back on the same containers (--staged); None: one run
+        # of the tenants' workloads
+        self.phases = None
         self.run_number = 0
         # {tenant label: the storage policy of its container this run}
         self.container_policies = {}
@@ -140,15 +145,19 @@ class Bench(Modes):
                           % self.settle_after_seeding)
             time.sleep(self.settle_after_seeding)
 
-    def start_clients(self, active, prepared, start, warmup, stop_at):
+    def start_clients(self, active, prepared, start, warmup, stop_at,
+                      first_index=0):
         """The tenants' client processes, started, and the queue each
-        puts its rows on."""
+        puts its rows on; ``prepared``: {label: (container, names)}.
+        Their clients' seeds (and so the names of the objects they
+        create) begin at ``first_index`` * 1000."""
         ctx = multiprocessing.get_context('fork')
         results = ctx.Queue()
         procs = [ctx.Process(target=clients.tenant_process, args=(
             tenant, workload, prepared[tenant.label][0],
             prepared[tenant.label][1], start, stop_at, results, i,
-            start + warmup)) for i, (tenant, workload) in enumerate(active)]
+            start + warmup)) for i, (tenant, workload) in enumerate(
+                active, first_index)]
         for proc in procs:
             proc.start()
         return procs, results
@@ -178,12 +187,12 @@ class Bench(Modes):
 
     @staticmethod
     def collect(procs, results, seconds):
-        """{label: (rows, CPU seconds)} of every client process, once
-        each has ended."""
+        """{label: (rows, CPU seconds, names its object sets hold at
+        the end)} of every client process, once each has ended."""
         collected = {}
         for _ in procs:
-            label, rows, cpu = results.get(timeout=120 + seconds)
-            collected[label] = (rows, cpu)
+            label, rows, cpu, names = results.get(timeout=120 + seconds)
+            collected[label] = (rows, cpu, names)
         for proc in procs:
             proc.join()
         return collected
@@ -217,11 +226,18 @@ class Bench(Modes):
                                             start + warmup + seconds)
         samples, where, machine = self.watch(start, warmup, seconds, label)
         collected = self.collect(procs, results, seconds)
+        return self.run_figures(label, active, collected, warmup, seconds,
+                                samples, where, machine)
+
+    def run_figures(self, label, active, collected, warmup, seconds,
+                    samples, where, machine):
+        """A run's result (or a phase's) from its client processes'
+        ``collected`` rows and what :meth:`watch` saw."""
         out = {tenant.label: self.tenant_figures(
             tenant.label, collected[tenant.label][0], workload, warmup,
             seconds, samples) for tenant, workload in active}
         timelines = {label: f['timeline']['ops'] for label, f in out.items()}
-        load = sum(cpu for _, cpu in collected.values())
+        load = sum(c[1] for c in collected.values())
         where['cpu_seconds'] = dict(where.get('cpu_seconds') or {},
                                     **{resources.LOAD_GENERATOR: load})
         operations = sum(f['operations'] for f in out.values())
@@ -257,36 +273,33 @@ class Bench(Modes):
                                            ' (A/A control)' if is_control
                                            else '')
                 self.progress('%s' % label)
-                result = self.run({t: t.workload for t in self.tenants},
-                                  label)
+                result = self.run_unit(label)
                 result['cycle'] = cycle
                 result['control'] = is_control
                 runs.append(result)
                 self.kept(runs)
-                self.progress(report.format_run(result))
+                self.progress(report.format_phased_run(result))
         self.unpin()
-        return {'runs': runs, 'base': base,
-                'summary': summary.summary(runs, modes, base),
-                'per_tenant': summary.per_tenant_summary(runs, modes, base),
-                'between': summary.between_modes(runs, modes, base),
-                'resources': summary.resource_summary(runs, modes),
-                'costs': summary.cost_summary(runs, modes)}
+        out = {'runs': runs, 'base': base,
+               'summary': summary.summary(runs, modes, base),
+               'per_tenant': summary.per_tenant_summary(runs, modes, base),
+               'between': summary.between_modes(runs, modes, base),
+               'resources': summary.resource_summary(runs, modes),
+               'costs': summary.cost_summary(runs, modes)}
+        if self.phases:
+            out['phases'] = phases.summaries(runs, modes, base)
+        return out
+
+    def run_unit(self, label):
+        """One unit of the ABBA cycles in the current mode: a run of the
+        tenants' workloads or, with ``phases``, a run of every phase back
+        to back (mass_bench.phases)."""
+        if self.phases:
+            return phases.run_phases(self, self.phases, label)
+        return self.run({t: t.workload for t in self.tenants}, label)
 
     def kept(self, runs):
         if self.keep_runs is not None:
             with open(self.keep_runs, 'w') as fp:
                 json.dump(finite({'runs': runs}), fp, sort_keys=True,
                           allow_nan=False)
-
-    def staged(self, stages, modes):
-        runs = []
-        for mode in modes:
-            self.switch(mode)
-            for name, stage in stages:
-                result = self.run(stage, '%s %s' % (mode, name))
-                result['stage'] = name
-                runs.append(result)
-                self.kept(runs)
-                self.progress(report.format_run(result))
-        self.unpin()
-        return {'runs': runs}

@@ -20,7 +20,11 @@
   window, one panel per tenant, one line per cycle (the A/A control's
   runs dashed, on default's): a stall shows as a dip; a dotted line in
   the run's colour where Mass's policy for the tenant changed;
-* ``timeline.png`` for staged runs: operations/s per tenant over time, one
+  for a phased comparison (``--staged``, mass_bench.phases), each run's
+  phases end to end, a solid grey line and the phase's name where each
+  begins;
+* ``timeline.png`` for the staged results of before the phases (a stage
+  per run, each mode once): operations/s per tenant over time, one
   panel per mode, stage boundaries marked and each change of a tenant's
   class (as the policy table had it) annotated where it happened.
 
@@ -48,7 +52,9 @@ def _pyplot():
 
 def draw(result, out):
     """Write the plots for `result` into directory `out`; their paths."""
-    if result.get('staged'):
+    if result.get('staged') and not any(r.get('phases')
+                                        for r in result['runs']):
+        # the staged runs of before the phases (a stage per run)
         return [timeline(result, os.path.join(out, 'timeline.png'))]
     return [bars(result, 'ops_per_s', 'operations/s (higher is better)',
                  os.path.join(out, 'throughput.png')),
@@ -157,6 +163,24 @@ def _mark_decisions(ax, did, color):
         ax.axvline(d['t'], color=color, linestyle=':', linewidth=1)
 
 
+def phase_starts(runs):
+    """[(second, phase name)] where each phase of a phased run begins on
+    its timeline (mass_bench.phases: the phases' windows end to end), of
+    the first of ``runs`` that has phases; [] without."""
+    for run in runs:
+        if run.get('phases'):
+            return [(p['offset'], p['phase']) for p in run['phases']]
+    return []
+
+
+def _mark_phases(ax, runs):
+    """A solid grey line where each phase begins, with its name."""
+    for offset, name in phase_starts(runs):
+        ax.axvline(offset, color='grey', linewidth=1.5)
+        ax.text(offset + 1, 1.0, name, fontsize=7, va='top',
+                transform=ax.get_xaxis_transform())
+
+
 # the machine's seconds (resources.per_second) drawn under the tenants'
 # panels: whether a stall waited for the CPU or for the devices
 MACHINE_PANELS = (('busy_pct', 'CPU busy'), ('io_full_pct', 'io full'))
@@ -204,6 +228,7 @@ def mode_timeline(runs, mode, path):
                 label='cycle %d%s' % (run.get('cycle', 0) + 1,
                                       ' A/A' if run.get('control') else ''))
             _mark_decisions(ax, figures.get('mass'), line.get_color())
+        _mark_phases(ax, runs)
         ax.set_ylim(bottom=0)
         ax.set_ylabel('%s\nops/s' % label)
         ax.legend(fontsize=7, loc='lower right')

@@ -25,9 +25,10 @@ mode, for all tenants together (``mass_bench.summary.ALL``) and for the
 geometric mean of the tenants' ratios (``GEOMEAN``), with the ratios
 against default as median [bootstrap interval] and ``~`` for no
 difference; the A/A control's spreads; the runs flagged; the medians of
-where the time went and of the costs per mode.  ``format_staged``: a row
-per staged run and tenant, with its class in the run's last sample of the
-policy table.
+where the time went and of the costs per mode.  Of a phased comparison
+(``--staged``, mass_bench.phases): that table over all phases, then one
+per phase (``format_phases``); after each run, each phase's lines
+(``format_phased_run``).
 
 Formatting only: the figures are ``mass_bench.summary``'s.
 """
@@ -208,14 +209,26 @@ def format_summary(result):
     return '\n'.join(lines)
 
 
-def format_staged(result):
-    lines = ['%-16s %-22s %-10s %9s %9s %9s %-8s' % (
-        'mode', 'stage', 'tenant', 'ops/s', 'mean ms', 'p99 ms', 'class')]
-    for run in result['runs']:
-        last = run['classes'][-1][1] if run['classes'] else {}
-        for label, f in sorted(run['tenants'].items()):
-            lines.append('%-16s %-22s %-10s %9.1f %9s %9s %-8s' % (
-                run['mode'], run['stage'], label, f['ops_per_s'],
-                _ms(f['mean_ms']), _ms(f['p99_ms']),
-                last.get(label, '-')))
+def format_phased_run(run):
+    """``format_run`` of a run, or of each phase of a phased run
+    (mass_bench.phases) under its name."""
+    if not run.get('phases'):
+        return format_run(run)
+    lines = []
+    for phase in run['phases']:
+        lines += ['  phase %s (from %.0f s):' % (
+            phase['phase'], phase['offset']), format_run(phase)]
+    return '\n'.join(lines)
+
+
+def format_phases(result):
+    """The summary table of each phase of a phased comparison
+    (mass_bench.phases.summaries), after the whole runs'; '' without
+    phases."""
+    lines = []
+    for phase in result.get('phases') or ():
+        lines += ['', 'phase %s (measured from %.0f s of the phases laid '
+                  'end to end):' % (phase['phase'], phase['offset']),
+                  format_summary(dict(phase, base=result.get(
+                      'base', 'default')))]
     return '\n'.join(lines)
