@@ -71,6 +71,7 @@ from swift.proxy.controllers.base import get_account_info, \
     get_container_info, headers_to_container_info
 
 from swift_mass import metrics, tags
+from swift_mass.proxy.methods import misses
 
 WRITES = ('PUT', 'POST', 'DELETE')
 # Tenants a worker remembers; beyond it, the oldest is forgotten (one more
@@ -251,6 +252,7 @@ class StagedRead(WSGIContext):
         close_if_possible(app_iter)
         deleted = self._response_header_value('x-backend-timestamp')
         original['PATH_INFO'] = staged_path(original['PATH_INFO'])
+        misses.without_policy_index(original)  # another container's
         staged = WSGIContext(self.app)
         staged_iter = staged._app_call(original)
         if deleted_later(deleted, staged) or \

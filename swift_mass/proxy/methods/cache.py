@@ -419,6 +419,10 @@ class CacheMethod(base.Method):
         info = get_container_info(check_env, self.app, swift_source='MASS')
         if not is_success(info.get('status') or 0):
             return False
+        # as Swift's object controller writes it into the request it
+        # serves: s3api and proxy-logging read it from there, a hit too
+        env.setdefault(misses.POLICY_INDEX_ENV,
+                       str(info.get('storage_policy') or 0))
         if authorize is None:
             return None
         req = Request(check_env)

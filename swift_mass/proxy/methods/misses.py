@@ -53,7 +53,7 @@ class MissReads(object):
             # that write, and its answer may be cached.
             self.count(env, 'lagging_replica')
             close_if_possible(app_iter)
-            return self.read(env, app, True, written)
+            return self.read(without_policy_index(env), app, True, written)
         if newest and found and set_aside(ctx._response_headers):
             # Swift's X-Newest read that meets a DELETE newer than some
             # replica's version answers 200 with no body and the deleted
@@ -110,7 +110,7 @@ class MissReads(object):
         read's if none did."""
         for attempt in range(attempts):
             ctx = WSGIContext(app)
-            app_iter = ctx._app_call(env)
+            app_iter = ctx._app_call(without_policy_index(env))
             if current(ctx):
                 return ctx, app_iter, True
             self.count(env, 'lagging_replica')
@@ -142,6 +142,21 @@ class MissReads(object):
         return ctx, ctx._app_call(env)
 
 
+def without_policy_index(env):
+    """``env``, made fit to be sent to the proxy app again: without the
+    storage policy index Swift's object controller wrote into it when it
+    served it before (X-Backend-Storage-Policy-Index, from the container's
+    info then), which would send the read to the policy the container had
+    then, not the one ``swift-mass migrate`` may have moved it to since
+    (Swift's symlink middleware drops it from a request it sends on, for
+    the same reason).  No client sets it: the gatekeeper removes
+    X-Backend-* headers from clients' requests."""
+    env.pop(POLICY_INDEX_ENV, None)
+    return env
+
+
+# the environ key of the X-Backend-Storage-Policy-Index header
+POLICY_INDEX_ENV = 'HTTP_X_BACKEND_STORAGE_POLICY_INDEX'
 # the ETag of an empty body
 EMPTY_ETAG = md5(b'', usedforsecurity=False).hexdigest()
 

@@ -149,7 +149,9 @@ def test_an_anonymous_flood_of_made_up_names_leaves_nothing(
             resp = anonymous(app, method, path)
             assert resp.status_int in (401, 200), (method, path)
     mass.agent.tick()  # what a flush would send
-    assert keys(prefix) == before
+    # nothing new (the object servers' registration may lapse meanwhile,
+    # on a busy machine)
+    assert keys(prefix) - before == set()
     assert made_up_account_lookups(swift) == []
     assert tenant_state(mass) == {'window': 0, 'urgent': 0, 'absent': 0}
     assert set(c for c in mass.logger.counters

@@ -100,6 +100,10 @@ class Swift(object):
         #: the paths whose primaries Mass asked directly, one per round
         #: of HEADs (swift_mass.proxy.methods.replicas)
         self.replica_reads = []
+        #: the storage policy index of each container, by path, where a
+        #: test moves objects between policies (others: 0); an object's
+        #: ``policy`` says where it is
+        self.policies = {}
 
     def object_requests(self, method=None):
         return [r for r in self.requests if r[1].count('/') == 4 and
@@ -123,9 +127,17 @@ class Swift(object):
             denial = authorize(req)
             if denial:
                 return denial(env, start_response)
-        # what reaches the object servers, with the headers the proxy
-        # builds once it authorised the request
+        # As Swift's object controller: the policy index a request
+        # carries, else its container's, written into the request (and so
+        # into the environ it was called with).  An object in another
+        # policy is not on the object servers it asks.
+        index = req.headers.setdefault(
+            'X-Backend-Storage-Policy-Index',
+            str(self.policies.get(req.path.rsplit('/', 1)[0], 0)))
         self._record(req)
+        if req.method in ('GET', 'HEAD') and req.path in self.objects and \
+                str(self.objects[req.path].get('policy', 0)) != index:
+            return Response(status=404, request=req)(env, start_response)
         return getattr(self, req.method)(req)(env, start_response)
 
     def _record(self, req):
@@ -168,6 +180,8 @@ class Swift(object):
                              if k.startswith(('X-Object-', 'X-Delete',
                                               'X-Static', 'Content-T'))
                              }).internal
+        self.objects[req.path]['policy'] = int(
+            req.headers.get('X-Backend-Storage-Policy-Index', 0))
         self.bump(req)
         # as the proxy answers a PUT (s3api's CopyObject reads both)
         resp = Response(status=201)

@@ -24,6 +24,7 @@ from swift.common.middleware.crypto import keymaster
 from swift.common.swob import Request
 from swift.common.utils import Timestamp, md5
 
+from swift_mass import tags
 from swift_mass.proxy.methods import cache, misses
 from swift_mass.proxy.methods.bodies import Entry, LocalBodies
 from swift_mass.generations import object_key
@@ -1362,3 +1363,85 @@ def test_cache_results_labeled_by_class(prefix, sent):
     for result in ('hit', 'miss', 'stored'):
         assert lines.count('swift_mass_cache:1|c|#class:read,result:%s'
                            % result) == 1, lines
+
+
+# -- reads during a move (swift-mass migrate) ----------------------------
+
+STAGED = '/v1/AUTH_t/%s/o' % tags.staging_name('c')
+MOVING = {'X-Container-Sysmeta-Mass-Migrating': 'target=bulk; since=1'}
+
+
+def moved_after_the_first_read(swift, move):
+    """Runs ``move()`` right after the backend's first object GET: between
+    a miss's plain read and the read it sends again."""
+    real = swift.GET
+
+    def get_then_move(req):
+        resp = real(req)
+        if swift.GET is get_then_move:
+            swift.GET = swift.HEAD = real
+            move()
+        return resp
+    swift.GET = swift.HEAD = get_then_move
+
+
+def test_a_miss_read_again_during_a_move_reads_the_staged_copy(prefix):
+    """A plain read reached a replica that missed the last write; before
+    the miss read the newest replica, ``swift-mass migrate`` had copied the
+    object to its staging container (another policy) and deleted it from
+    the container.  The read of the staging copy must reach the staging
+    container's policy: the first read's proxy had written the container's
+    policy index into the environ, and the staged read carried it (soak,
+    2026-12-05: a 404 for an object that existed)."""
+    mass, swift, _ = make(prefix)
+    swift.policies = {'/v1/AUTH_t/c': 0,
+                      '/v1/AUTH_t/' + tags.staging_name('c'): 2}
+    put(mass, b'old')
+    cached(mass, swift)  # the fence is sealed
+    old = swift.objects[PATH]
+    put(mass, b'new')
+    swift.lagging[PATH] = old
+    swift.lagging_reads[PATH] = 1  # the next plain read reaches it
+
+    def copy_and_delete():
+        swift.objects[STAGED] = dict(swift.objects.pop(PATH), policy=2)
+        swift.lagging.pop(PATH)
+        for container in ('/v1/AUTH_t/c',
+                          '/v1/AUTH_t/' + tags.staging_name('c')):
+            swift.container_headers[container] = MOVING
+    moved_after_the_first_read(swift, copy_and_delete)
+    del swift.requests[:]
+    resp = call(mass)
+    assert (resp.status_int, resp.body) == (200, b'new')
+    assert [(r[1], r[3].get('X-Newest'),
+             r[3]['X-Backend-Storage-Policy-Index'])
+            for r in swift.object_requests('GET')] == [
+        (PATH, None, '0'), (PATH, 'true', '0'), (STAGED, 'true', '2')]
+
+
+def test_a_miss_read_again_after_a_move_reads_the_containers_new_policy(
+        prefix):
+    """The same, once the move had ended before the second read: the
+    container is in its new policy, with the object restored there.  The
+    read sent again reaches that policy, not the one the first read
+    found."""
+    mass, swift, _ = make(prefix)
+    swift.policies = {'/v1/AUTH_t/c': 0}
+    put(mass, b'old')
+    cached(mass, swift)  # the fence is sealed
+    old = swift.objects[PATH]
+    put(mass, b'new')
+    swift.lagging[PATH] = old
+    swift.lagging_reads[PATH] = 1  # the next plain read reaches it
+
+    def moved():
+        swift.policies['/v1/AUTH_t/c'] = 2
+        swift.objects[PATH]['policy'] = 2
+        swift.lagging.pop(PATH)
+    moved_after_the_first_read(swift, moved)
+    del swift.requests[:]
+    resp = call(mass)
+    assert (resp.status_int, resp.body) == (200, b'new')
+    assert [(r[3].get('X-Newest'), r[3]['X-Backend-Storage-Policy-Index'])
+            for r in swift.object_requests('GET')] == [
+        (None, '0'), ('true', '2')]
