@@ -173,6 +173,59 @@ def redis_url_option(conf, section, option, default):
     return url
 
 
+#: the section an object server's own options are in
+OBJECT_SERVER_SECTION = 'app:object-server'
+
+#: the object server's own options that Mass reads, each with the object
+#: server's default (swift.obj.server, swift.common.wsgi)
+OBJECT_SERVER_DEFAULTS = {
+    'devices': '/srv/node',
+    'mount_check': 'true',
+    'swift_dir': '/etc/swift',
+    'bind_ip': '0.0.0.0',
+    'bind_port': 6200,
+    'servers_per_port': 0,
+    'recon_cache_path': DEFAULT_RECON_CACHE_PATH,
+}
+
+
+class ObjectServerConf(object):
+    """An object server's own options (``[app:object-server]`` over
+    ``[DEFAULT]``), read as the object server reads them, for the code of
+    Mass that needs to know where its devices are and which ring devices
+    it serves: ``mass_queue`` (:class:`QueueConf`) and ``swift-mass
+    devices probe`` (:mod:`swift_mass.devices.host`).  Defaults:
+    :data:`OBJECT_SERVER_DEFAULTS`.
+
+    ``ring_ip``: the address the rings name the server by, its
+    ``ring_ip``, else its ``bind_ip``, as Swift's servers and replicators
+    find their devices (swift.common.wsgi); ``ring_port``: its
+    ``bind_port``, or None under ``servers_per_port``, where one config
+    serves every port its IP has in the rings (one per device), so that
+    its devices are found by IP alone, as Swift's replicator finds them.
+
+    :raises ConfigError: naming the option and the values allowed.
+    """
+
+    def __init__(self, conf, section=OBJECT_SERVER_SECTION):
+        default = OBJECT_SERVER_DEFAULTS
+        self.devices = conf.get('devices', default['devices'])
+        # as the object server reads it (a typo means false there too)
+        self.mount_check = config_true_value(
+            conf.get('mount_check', default['mount_check']))
+        self.swift_dir = conf.get('swift_dir', default['swift_dir'])
+        self.bind_ip = conf.get('bind_ip', default['bind_ip'])
+        self.ring_ip = conf.get('ring_ip', self.bind_ip)
+        self.bind_port = int_option(conf, section, 'bind_port',
+                                    default['bind_port'], 1, 65535)
+        self.servers_per_port = int_option(
+            conf, section, 'servers_per_port', default['servers_per_port'],
+            0)
+        self.ring_port = None if self.servers_per_port else self.bind_port
+        self.recon_cache_path = conf.get('recon_cache_path',
+                                         default['recon_cache_path'])
+
+
 class QueueConf(object):
     """``[filter:mass_queue]``, the object servers' filter: every option
     read and checked once, each an attribute named as the option (the
@@ -196,13 +249,13 @@ class QueueConf(object):
         server = conf if server_conf is None else server_conf
         # an error names the section the value came from
         server_section = self.section if server_conf is None else \
-            'app:object-server'
+            OBJECT_SERVER_SECTION
         self._read_admission(conf)
         self._read_urgent(conf)
         self._read_pools(conf)
         self._read_server(server, server_section)
         self._read_generations(conf)
-        self._read_stats(conf, server)
+        self._read_stats(conf)
 
     def _read_admission(self, conf):
         """The mode, the priorities, and how a device's queue admits
@@ -259,25 +312,18 @@ class QueueConf(object):
             self._read_adaptive(conf)
 
     def _read_server(self, server, server_section):
-        """The object server's own options, read as it reads them: a queue
-        only for a device it would serve, and the ring devices it
-        registers as bumping generations."""
-        self.devices = server.get('devices', '/srv/node')
-        self.mount_check = config_true_value(
-            server.get('mount_check', 'true'))
-        self.swift_dir = server.get('swift_dir', '/etc/swift')
-        self.bind_ip = server.get('bind_ip', '0.0.0.0')
-        # the address the rings name this server by, as Swift's servers
-        # and replicators find their devices (swift.common.wsgi)
-        self.ring_ip = server.get('ring_ip', self.bind_ip)
-        self.bind_port = int_option(server, server_section, 'bind_port',
-                                    6200, 1, 65535)
-        # Under servers_per_port one config serves every port its IP has
-        # in the rings (one per device), so its devices are found by IP
-        # alone, as Swift's replicator finds them.
-        servers_per_port = int_option(server, server_section,
-                                      'servers_per_port', 0, 0)
-        self.ring_port = None if servers_per_port else self.bind_port
+        """The object server's own options (:class:`ObjectServerConf`),
+        read as it reads them: a queue only for a device it would serve,
+        and the ring devices it registers as bumping generations."""
+        #: the object server's own options
+        self.server = ObjectServerConf(server, server_section)
+        self.devices = self.server.devices
+        self.mount_check = self.server.mount_check
+        self.swift_dir = self.server.swift_dir
+        self.bind_ip = self.server.bind_ip
+        self.ring_ip = self.server.ring_ip
+        self.bind_port = self.server.bind_port
+        self.ring_port = self.server.ring_port
 
     def _read_generations(self, conf):
         """Generations (swift_mass.generations): off without a
@@ -292,7 +338,7 @@ class QueueConf(object):
         self.bump_wait = int_option(conf, section, 'bump_wait_ms', 40, 1,
                                     10000) / 1000.0
 
-    def _read_stats(self, conf, server):
+    def _read_stats(self, conf):
         """How often (``stats_interval``) and where (``recon_cache_path``)
         each worker's queues are written: where its server's other workers
         read them, so that any worker answers GET /mass_queue for all."""
@@ -301,8 +347,7 @@ class QueueConf(object):
                                            5.0, 0.1, 3600.0)
         # the directory recon and Swift's daemons use, set (if at all)
         # for the object server, not for this filter
-        self.recon_cache_path = server.get('recon_cache_path',
-                                           DEFAULT_RECON_CACHE_PATH)
+        self.recon_cache_path = self.server.recon_cache_path
 
     def _read_adaptive(self, conf):
         """The ``adaptive_*`` options, read only with ``adaptive_slots``:
