@@ -226,6 +226,43 @@ class ObjectServerConf(object):
                                          default['recon_cache_path'])
 
 
+#: the group-commit diskfile's options (swift_mass.obj.diskfile), in the
+#: object server's ``[app:object-server]`` or ``[DEFAULT]``, and their
+#: defaults; the sample, etc/object-server.conf-sample, shows these
+GROUP_COMMIT_DEFAULTS = {
+    # how long a flush waits at most for writes already under way
+    'group_commit_linger_ms': 5.0,
+    # where the processes of a node number each filesystem's flushes:
+    # swift-init's run directory, on tmpfs on most systems
+    'group_commit_run_dir': '/var/run/swift',
+}
+MAX_LINGER_MS = 1000.0
+
+
+class GroupCommitConf(object):
+    """The group-commit diskfile's options, read and checked once when its
+    manager is made: ``linger`` (seconds, of ``group_commit_linger_ms``)
+    and ``run_dir`` (``group_commit_run_dir``).  Defaults:
+    :data:`GROUP_COMMIT_DEFAULTS`.
+
+    :raises ConfigError: naming the option and the values allowed.
+    """
+
+    def __init__(self, conf, section=OBJECT_SERVER_SECTION):
+        default = GROUP_COMMIT_DEFAULTS
+        self.linger = float_option(
+            conf, section, 'group_commit_linger_ms',
+            default['group_commit_linger_ms'], 0.0, MAX_LINGER_MS) / 1000.0
+        raw = conf.get('group_commit_run_dir',
+                       default['group_commit_run_dir'])
+        self.run_dir = str(raw).strip()
+        # relative, it would depend on the directory each process was
+        # started in, and processes would not share their flushes
+        if not self.run_dir.startswith('/'):
+            raise invalid_option(section, 'group_commit_run_dir', raw,
+                                 'an absolute path')
+
+
 class QueueConf(object):
     """``[filter:mass_queue]``, the object servers' filter: every option
     read and checked once, each an attribute named as the option (the
