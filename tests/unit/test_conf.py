@@ -199,7 +199,7 @@ def test_defaults():
             mass.control.interval) == (0.15, 60, 60, 600, 5.0)
     assert vars(mass.store) == {
         'kind': 'redis', 'redis_url': 'redis://127.0.0.1:6379/0',
-        'redis_timeout_ms': 500, 'retry_after': 30}
+        'redis_timeout_ms': 500, 'retry_after': 30, 'redis_prefix': 'mass:'}
     assert vars(mass.cache) == {
         'backend': 'redis', 'memcache_servers': [],
         'max_object_size': 1048576, 'budget': 67108864,
@@ -228,7 +228,7 @@ def test_options_are_read(policies):
         (0.0, 7)
     assert vars(mass.store) == {
         'kind': 'local', 'redis_url': 'unix:///run/redis.sock?db=2',
-        'redis_timeout_ms': 200, 'retry_after': 5}
+        'redis_timeout_ms': 200, 'retry_after': 5, 'redis_prefix': 'mass:'}
     assert (mass.cache.backend, mass.cache.ttl_only,
             mass.cache.redis_timeout) == ('memcache', True, 0.15)
     assert mass.cache.memcache_servers == ['10.0.0.1:11211', '[::1]:11212']
