@@ -301,7 +301,8 @@ def mass_alone(pairs, requests_per_run):
         return iter([b's' * 4096])
 
     apps = {'without': bare,
-            'with': MassMiddleware(bare, {}, store=LocalStore())}
+            'with': MassMiddleware(bare, {'store': 'local'},
+                                   store=LocalStore())}
     env = Request.blank('/v1/AUTH_test/c/o', headers={
         'X-Auth-Token': 't'}).environ
 

@@ -84,9 +84,14 @@ def _middleware(url, prefix):
     all."""
     from swift.common.swob import Request
     from swift_mass.control.stores.redis_store import RedisStore
+    from swift_mass.proxy.conf import MassConf
     from swift_mass.proxy.middleware import MassMiddleware
+    mass_conf = MassConf({'redis_url': url})
+    # the cache's Redis keys under the run's prefix, as the store's
+    mass_conf.store.redis_prefix = prefix
     mass = MassMiddleware(_app, {'redis_url': url}, logger=Logger(),
-                          store=RedisStore(url, prefix=prefix))
+                          store=RedisStore(url, prefix=prefix),
+                          mass_conf=mass_conf)
     mass.agent.ticker = Ticker(mass.agent.interval, held=True)
     mass.agent.store = RedisStore(url, prefix=prefix)
     mass.methods.cache.validity_check.devices = lambda: set()

@@ -173,6 +173,96 @@ def redis_url_option(conf, section, option, default):
     return url
 
 
+#: the section an object server's own options are in
+OBJECT_SERVER_SECTION = 'app:object-server'
+
+#: the object server's own options that Mass reads, each with the object
+#: server's default (swift.obj.server, swift.common.wsgi)
+OBJECT_SERVER_DEFAULTS = {
+    'devices': '/srv/node',
+    'mount_check': 'true',
+    'swift_dir': '/etc/swift',
+    'bind_ip': '0.0.0.0',
+    'bind_port': 6200,
+    'servers_per_port': 0,
+    'recon_cache_path': DEFAULT_RECON_CACHE_PATH,
+}
+
+
+class ObjectServerConf(object):
+    """An object server's own options (``[app:object-server]`` over
+    ``[DEFAULT]``), read as the object server reads them, for the code of
+    Mass that needs to know where its devices are and which ring devices
+    it serves: ``mass_queue`` (:class:`QueueConf`) and ``swift-mass
+    devices probe`` (:mod:`swift_mass.devices.host`).  Defaults:
+    :data:`OBJECT_SERVER_DEFAULTS`.
+
+    ``ring_ip``: the address the rings name the server by, its
+    ``ring_ip``, else its ``bind_ip``, as Swift's servers and replicators
+    find their devices (swift.common.wsgi); ``ring_port``: its
+    ``bind_port``, or None under ``servers_per_port``, where one config
+    serves every port its IP has in the rings (one per device), so that
+    its devices are found by IP alone, as Swift's replicator finds them.
+
+    :raises ConfigError: naming the option and the values allowed.
+    """
+
+    def __init__(self, conf, section=OBJECT_SERVER_SECTION):
+        default = OBJECT_SERVER_DEFAULTS
+        self.devices = conf.get('devices', default['devices'])
+        # as the object server reads it (a typo means false there too)
+        self.mount_check = config_true_value(
+            conf.get('mount_check', default['mount_check']))
+        self.swift_dir = conf.get('swift_dir', default['swift_dir'])
+        self.bind_ip = conf.get('bind_ip', default['bind_ip'])
+        self.ring_ip = conf.get('ring_ip', self.bind_ip)
+        self.bind_port = int_option(conf, section, 'bind_port',
+                                    default['bind_port'], 1, 65535)
+        self.servers_per_port = int_option(
+            conf, section, 'servers_per_port', default['servers_per_port'],
+            0)
+        self.ring_port = None if self.servers_per_port else self.bind_port
+        self.recon_cache_path = conf.get('recon_cache_path',
+                                         default['recon_cache_path'])
+
+
+#: the group-commit diskfile's options (swift_mass.obj.diskfile), in the
+#: object server's ``[app:object-server]`` or ``[DEFAULT]``, and their
+#: defaults; the sample, etc/object-server.conf-sample, shows these
+GROUP_COMMIT_DEFAULTS = {
+    # how long a flush waits at most for writes already under way
+    'group_commit_linger_ms': 5.0,
+    # where the processes of a node number each filesystem's flushes:
+    # swift-init's run directory, on tmpfs on most systems
+    'group_commit_run_dir': '/var/run/swift',
+}
+MAX_LINGER_MS = 1000.0
+
+
+class GroupCommitConf(object):
+    """The group-commit diskfile's options, read and checked once when its
+    manager is made: ``linger`` (seconds, of ``group_commit_linger_ms``)
+    and ``run_dir`` (``group_commit_run_dir``).  Defaults:
+    :data:`GROUP_COMMIT_DEFAULTS`.
+
+    :raises ConfigError: naming the option and the values allowed.
+    """
+
+    def __init__(self, conf, section=OBJECT_SERVER_SECTION):
+        default = GROUP_COMMIT_DEFAULTS
+        self.linger = float_option(
+            conf, section, 'group_commit_linger_ms',
+            default['group_commit_linger_ms'], 0.0, MAX_LINGER_MS) / 1000.0
+        raw = conf.get('group_commit_run_dir',
+                       default['group_commit_run_dir'])
+        self.run_dir = str(raw).strip()
+        # relative, it would depend on the directory each process was
+        # started in, and processes would not share their flushes
+        if not self.run_dir.startswith('/'):
+            raise invalid_option(section, 'group_commit_run_dir', raw,
+                                 'an absolute path')
+
+
 class QueueConf(object):
     """``[filter:mass_queue]``, the object servers' filter: every option
     read and checked once, each an attribute named as the option (the
@@ -196,13 +286,13 @@ class QueueConf(object):
         server = conf if server_conf is None else server_conf
         # an error names the section the value came from
         server_section = self.section if server_conf is None else \
-            'app:object-server'
+            OBJECT_SERVER_SECTION
         self._read_admission(conf)
         self._read_urgent(conf)
         self._read_pools(conf)
         self._read_server(server, server_section)
         self._read_generations(conf)
-        self._read_stats(conf, server)
+        self._read_stats(conf)
 
     def _read_admission(self, conf):
         """The mode, the priorities, and how a device's queue admits
@@ -259,25 +349,18 @@ class QueueConf(object):
             self._read_adaptive(conf)
 
     def _read_server(self, server, server_section):
-        """The object server's own options, read as it reads them: a queue
-        only for a device it would serve, and the ring devices it
-        registers as bumping generations."""
-        self.devices = server.get('devices', '/srv/node')
-        self.mount_check = config_true_value(
-            server.get('mount_check', 'true'))
-        self.swift_dir = server.get('swift_dir', '/etc/swift')
-        self.bind_ip = server.get('bind_ip', '0.0.0.0')
-        # the address the rings name this server by, as Swift's servers
-        # and replicators find their devices (swift.common.wsgi)
-        self.ring_ip = server.get('ring_ip', self.bind_ip)
-        self.bind_port = int_option(server, server_section, 'bind_port',
-                                    6200, 1, 65535)
-        # Under servers_per_port one config serves every port its IP has
-        # in the rings (one per device), so its devices are found by IP
-        # alone, as Swift's replicator finds them.
-        servers_per_port = int_option(server, server_section,
-                                      'servers_per_port', 0, 0)
-        self.ring_port = None if servers_per_port else self.bind_port
+        """The object server's own options (:class:`ObjectServerConf`),
+        read as it reads them: a queue only for a device it would serve,
+        and the ring devices it registers as bumping generations."""
+        #: the object server's own options
+        self.server = ObjectServerConf(server, server_section)
+        self.devices = self.server.devices
+        self.mount_check = self.server.mount_check
+        self.swift_dir = self.server.swift_dir
+        self.bind_ip = self.server.bind_ip
+        self.ring_ip = self.server.ring_ip
+        self.bind_port = self.server.bind_port
+        self.ring_port = self.server.ring_port
 
     def _read_generations(self, conf):
         """Generations (swift_mass.generations): off without a
@@ -292,7 +375,7 @@ class QueueConf(object):
         self.bump_wait = int_option(conf, section, 'bump_wait_ms', 40, 1,
                                     10000) / 1000.0
 
-    def _read_stats(self, conf, server):
+    def _read_stats(self, conf):
         """How often (``stats_interval``) and where (``recon_cache_path``)
         each worker's queues are written: where its server's other workers
         read them, so that any worker answers GET /mass_queue for all."""
@@ -301,8 +384,7 @@ class QueueConf(object):
                                            5.0, 0.1, 3600.0)
         # the directory recon and Swift's daemons use, set (if at all)
         # for the object server, not for this filter
-        self.recon_cache_path = server.get('recon_cache_path',
-                                           DEFAULT_RECON_CACHE_PATH)
+        self.recon_cache_path = self.server.recon_cache_path
 
     def _read_adaptive(self, conf):
         """The ``adaptive_*`` options, read only with ``adaptive_slots``:

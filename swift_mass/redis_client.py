@@ -156,6 +156,11 @@ DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0'
 #: (docs/benchmarks/hetero-device-bound/README.md).
 DEFAULT_REDIS_TIMEOUT_MS = 500
 
+#: the prefix of Mass's keys in Redis (:func:`key_prefix` makes it a hash
+#: tag on a Cluster): the shared store's keys, and the cache's under
+#: ``<prefix>cache:``
+DEFAULT_KEY_PREFIX = 'mass:'
+
 #: seconds a pool of a Sentinel URL uses the master it found before it asks
 #: the sentinels again (less the pool's socket timeout)
 SENTINEL_CHECK_PERIOD = 1.0

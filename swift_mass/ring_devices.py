@@ -26,9 +26,10 @@ places:
   (:func:`ring_file_devs`).
 
 A node's own devices are those whose IP is one of its addresses
-(``whataremyips`` of its ``ring_ip``, else its ``bind_ip``:
-:func:`ring_ip`) and whose port is its server's (any port, under
-``servers_per_port``): :func:`served_here`, as Swift's replicator decides.
+(``whataremyips`` of its ``ring_ip``, else its ``bind_ip``: ``ring_ip`` of
+:class:`swift_mass.conf.ObjectServerConf`) and whose port is its server's
+(any port, under ``servers_per_port``): :func:`served_here`, as Swift's
+replicator decides.
 """
 import configparser
 import os
@@ -44,16 +45,10 @@ def device_name(dev):
     return '%s:%s/%s' % (dev['ip'], dev['port'], dev['device'])
 
 
-def ring_ip(conf):
-    """The address the rings name a server by, of its config's options:
-    ``ring_ip``, else ``bind_ip``, as Swift's servers and replicators
-    read it."""
-    return conf.get('ring_ip', conf.get('bind_ip', '0.0.0.0'))
-
-
 def served_here(ip, port, ips_of=whataremyips):
     """A test of ring devices, true of those that a server of this host
-    serves: ``ip`` is the address the rings name it by (:func:`ring_ip`),
+    serves: ``ip`` is the address the rings name it by (``ring_ip`` of
+    :class:`swift_mass.conf.ObjectServerConf`),
     ``port`` its ``bind_port`` (None: every port of ``ip``, as under
     ``servers_per_port``); ``ips_of(ip)``, this host's addresses."""
     my_ips = ips_of(ip)

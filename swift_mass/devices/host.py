@@ -26,8 +26,9 @@ import os
 
 from swift.common.utils import readconf, whataremyips
 
+from swift_mass.conf import ConfigError, ObjectServerConf
 from swift_mass.devices import classes, probe
-from swift_mass.ring_devices import ring_ip, served_here
+from swift_mass.ring_devices import served_here
 
 
 def object_server_confs(swift_dir, paths=None):
@@ -59,19 +60,29 @@ def served_devices(devices, confs, ips_of=whataremyips):
     """
     found = []
     for conf in confs:
-        port = None if int(conf.get('servers_per_port', 0) or 0) else \
-            int(conf.get('bind_port', 6200))
-        is_served = served_here(ring_ip(conf), port, ips_of)
+        server = server_conf(conf)
+        is_served = served_here(server.ring_ip, server.ring_port, ips_of)
         for key, dev in sorted(devices.items()):
             if any(f['device'] == key for f in found):
                 continue
             if is_served(dev):
                 found.append({
                     'device': key,
-                    'path': os.path.join(conf.get('devices', '/srv/node'),
-                                         dev['device']),
+                    'path': os.path.join(server.devices, dev['device']),
                     'conf': conf.get('__file__')})
     return found
+
+
+def server_conf(conf):
+    """The object server options of ``conf``
+    (:class:`swift_mass.conf.ObjectServerConf`); a bad one raises
+    ConfigError naming its file too."""
+    try:
+        return ObjectServerConf(conf)
+    except ConfigError as err:
+        if '__file__' not in conf:
+            raise
+        raise ConfigError('%s: %s' % (conf['__file__'], err))
 
 
 def probe_here(swift_dir, classes_file=None, conf_paths=None,

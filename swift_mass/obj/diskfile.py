@@ -146,6 +146,7 @@ from swift.obj.diskfile import DiskFile, DiskFileManager, DiskFileWriter, \
     relink_paths, write_metadata
 
 from swift_mass import metrics
+from swift_mass.conf import GroupCommitConf
 from swift_mass.obj.flush_sequence import FlushSequence, \
     SequenceUnavailable
 
@@ -168,11 +169,6 @@ SYNC_FILE_RANGE_WRITE = 2
 SYNC_FILE_RANGE_WAIT_AFTER = 4
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY
-# where the processes of a node number their flushes (FlushSequence):
-# swift-init's run directory, on tmpfs on most systems
-DEFAULT_RUN_DIR = '/var/run/swift'
-DEFAULT_LINGER_MS = 5.0
-MAX_LINGER_MS = 1000.0
 MIN_KERNEL = (5, 8)
 
 
@@ -200,21 +196,6 @@ def check_written(fd):
     """
     sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
                     SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER)
-
-
-def linger_seconds(conf):
-    """``group_commit_linger_ms`` of an object server's config, in
-    seconds; ValueError naming the option and what it allows."""
-    value = conf.get('group_commit_linger_ms', DEFAULT_LINGER_MS)
-    try:
-        ms = float(value)
-    except (TypeError, ValueError):
-        ms = None
-    if ms is None or not 0 <= ms <= MAX_LINGER_MS:
-        raise ValueError(
-            'group_commit_linger_ms = %r is not valid; allowed: a number '
-            'from 0 to %g' % (value, MAX_LINGER_MS))
-    return ms / 1000.0
 
 
 class Flush(object):
@@ -525,8 +506,9 @@ class GroupCommitDiskFileManager(DiskFileManager):
     def __init__(self, conf, logger):
         check_kernel(os.uname().release)
         super(GroupCommitDiskFileManager, self).__init__(conf, logger)
-        self.linger = linger_seconds(conf)
-        self.run_dir = conf.get('group_commit_run_dir', DEFAULT_RUN_DIR)
+        options = GroupCommitConf(conf)
+        self.linger = options.linger
+        self.run_dir = options.run_dir
         self._group_syncs = {}
         self._group_syncs_lock = threading.Lock()
         # the object server's logger is Swift's, not Mass's: the labeled

@@ -87,12 +87,18 @@ def _control_settings(conf, section=SECTION, interval=5.0):
 
 
 class StoreConf(object):
-    """The shared store's options (swift_mass.control.stores)."""
+    """The shared store's options (swift_mass.control.stores), and the
+    Redis the cache shares with it (swift_mass.proxy.methods.cache):
+    ``redis_url`` when ``store`` is redis, its keys under
+    ``redis_prefix``."""
 
     def __init__(self, conf, section=SECTION):
         self.kind = choice_option(conf, section, 'store', 'redis', STORES)
         self.redis_url = redis_url_option(conf, section, 'redis_url',
                                           redis_client.DEFAULT_REDIS_URL)
+        #: not an option: the prefix of Mass's keys (a test or a benchmark
+        #: run sets one of its own)
+        self.redis_prefix = redis_client.DEFAULT_KEY_PREFIX
         self.redis_timeout_ms = int_option(
             conf, section, 'redis_timeout_ms',
             redis_client.DEFAULT_REDIS_TIMEOUT_MS, 1)

@@ -314,9 +314,12 @@ class MassMiddleware(object):
     start-up with a message naming the option and the allowed values.
     """
 
-    def __init__(self, app, conf, logger=None, store=None):
+    def __init__(self, app, conf, logger=None, store=None, mass_conf=None):
         self.app = app
-        self.conf = MassConf(conf)
+        # mass_conf: conf already parsed (a test's or a benchmark's, whose
+        # Redis keys have a prefix of their own); store: the shared store
+        # chain, built from it unless given
+        self.conf = MassConf(conf) if mass_conf is None else mass_conf
         self.logger = logger or get_logger(
             conf, log_route='mass', statsd_tail_prefix='mass')
         metrics.attach(self.logger, conf, metrics.PROXY_PREFIX)
@@ -325,7 +328,7 @@ class MassMiddleware(object):
             self.conf, self.logger, memcache=load_memcache(conf, self.logger))
         self.sysmeta = AccountSysmeta(app, self.logger)
         # cache and merge, and the generation bumps every write needs
-        self.methods = Methods(app, self.conf, self.logger, self.store)
+        self.methods = Methods(app, self.conf, self.logger)
         self.agent = Agent(
             self.store, self.conf.control, worker_name(), self.logger,
             interval=self.conf.interval,

@@ -17,7 +17,8 @@ from swift.common.storage_policy import StoragePolicy, \
     StoragePolicyCollection
 
 from swift_mass import conf
-from swift_mass.conf import ConfigError, QueueConf, bool_option, \
+from swift_mass.conf import GROUP_COMMIT_DEFAULTS, ConfigError, \
+    GroupCommitConf, QueueConf, bool_option, \
     choice_option, float_option, int_option
 from swift_mass.proxy.conf import MassConf
 
@@ -198,7 +199,7 @@ def test_defaults():
             mass.control.interval) == (0.15, 60, 60, 600, 5.0)
     assert vars(mass.store) == {
         'kind': 'redis', 'redis_url': 'redis://127.0.0.1:6379/0',
-        'redis_timeout_ms': 500, 'retry_after': 30}
+        'redis_timeout_ms': 500, 'retry_after': 30, 'redis_prefix': 'mass:'}
     assert vars(mass.cache) == {
         'backend': 'redis', 'memcache_servers': [],
         'max_object_size': 1048576, 'budget': 67108864,
@@ -227,7 +228,7 @@ def test_options_are_read(policies):
         (0.0, 7)
     assert vars(mass.store) == {
         'kind': 'local', 'redis_url': 'unix:///run/redis.sock?db=2',
-        'redis_timeout_ms': 200, 'retry_after': 5}
+        'redis_timeout_ms': 200, 'retry_after': 5, 'redis_prefix': 'mass:'}
     assert (mass.cache.backend, mass.cache.ttl_only,
             mass.cache.redis_timeout) == ('memcache', True, 0.15)
     assert mass.cache.memcache_servers == ['10.0.0.1:11211', '[::1]:11212']
@@ -362,14 +363,41 @@ def test_the_samples_values_are_the_defaults():
     assert differ == {}
 
 
-def test_the_object_server_samples_values_are_the_defaults():
+def object_sample_options():
+    """{option: value} of the object server's sample: mass_queue's, and
+    the group-commit diskfile's (``group_commit_*``, in
+    ``[app:object-server]``)."""
     shown = sample_options('object-server.conf-sample', 'filter:mass_queue')
+    group_commit = {name: value for name, value in shown.items()
+                    if name.startswith('group_commit_')}
+    return ({name: value for name, value in shown.items()
+             if name not in group_commit}, group_commit)
+
+
+def test_the_object_server_samples_values_are_the_defaults():
+    shown, _ = object_sample_options()
     assert len(shown) > 10
     default = parsed(QueueConf({}))
     differ = {}
     for name, value in shown.items():
         try:
             if parsed(QueueConf({name: value})) != default:
+                differ[name] = value
+        except ConfigError as err:
+            differ[name] = str(err)
+    assert differ == {}
+
+
+def test_the_group_commit_samples_values_are_the_defaults():
+    # the diskfile's options, one table (GROUP_COMMIT_DEFAULTS): the sample
+    # shows each, with its default
+    _, shown = object_sample_options()
+    assert set(shown) == set(GROUP_COMMIT_DEFAULTS)
+    default = vars(GroupCommitConf({}))
+    differ = {}
+    for name, value in shown.items():
+        try:
+            if vars(GroupCommitConf({name: value})) != default:
                 differ[name] = value
         except ConfigError as err:
             differ[name] = str(err)

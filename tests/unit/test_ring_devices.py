@@ -16,9 +16,9 @@ import os
 import pytest
 from swift.common.storage_policy import POLICIES
 
-from swift_mass.conf import QueueConf
+from swift_mass.conf import ConfigError, ObjectServerConf, QueueConf
 from swift_mass.ring_devices import device_name, load_policies, \
-    object_ring_devs, ring_devices, ring_ip, served_here
+    object_ring_devs, ring_devices, served_here
 from tests.unit.cli.test_queue import build
 from tests.unit.devices.test_rings import swift_conf
 from tests.unit.helpers import Logger
@@ -74,10 +74,52 @@ def test_an_object_server_registers_the_devices_of_its_ring_ip(
 
 
 def test_ring_ip_is_ring_ip_else_bind_ip_as_swifts_servers_read_it():
+    def ring_ip(conf):
+        return ObjectServerConf(conf).ring_ip
     assert ring_ip({'ring_ip': '10.0.0.2', 'bind_ip': '0.0.0.0'}) == \
         '10.0.0.2'
     assert ring_ip({'bind_ip': '10.0.0.1'}) == '10.0.0.1'
     assert ring_ip({}) == '0.0.0.0'
+
+
+def test_object_server_options_are_read_in_one_place():
+    # mass_queue (QueueConf) and swift-mass devices probe read the object
+    # server's options with one reader, with the object server's defaults
+    default = ObjectServerConf({})
+    assert (default.devices, default.mount_check, default.swift_dir,
+            default.bind_ip, default.ring_ip, default.bind_port,
+            default.servers_per_port, default.ring_port) == (
+        '/srv/node', True, '/etc/swift', '0.0.0.0', '0.0.0.0', 6200, 0,
+        6200)
+    server = ObjectServerConf({
+        'devices': '/d', 'mount_check': 'false', 'bind_ip': '10.0.0.1',
+        'bind_port': '6210', 'servers_per_port': '2',
+        'recon_cache_path': '/r'})
+    assert (server.devices, server.mount_check, server.bind_port,
+            server.servers_per_port, server.ring_port,
+            server.recon_cache_path) == ('/d', False, 6210, 2, None, '/r')
+    queue = QueueConf({}, server_conf={'devices': '/d', 'bind_port': '6210',
+                                       'recon_cache_path': '/r'})
+    assert (queue.devices, queue.bind_port, queue.ring_port,
+            queue.recon_cache_path) == ('/d', 6210, 6210, '/r')
+    assert vars(queue.server) == vars(ObjectServerConf(
+        {'devices': '/d', 'bind_port': '6210', 'recon_cache_path': '/r'}))
+
+
+@pytest.mark.parametrize('option, value, allowed', [
+    ('bind_port', '0', 'an integer from 1 to 65535'),
+    ('bind_port', 'http', 'an integer from 1 to 65535'),
+    ('servers_per_port', '-1', 'an integer >= 0'),
+])
+def test_a_bad_object_server_option_is_named(option, value, allowed):
+    message = "[app:object-server] %s = %r is not valid; allowed: %s" % (
+        option, value, allowed)
+    with pytest.raises(ConfigError) as err:
+        ObjectServerConf({option: value})
+    assert str(err.value) == message
+    with pytest.raises(ConfigError) as err:
+        QueueConf({}, server_conf={option: value})
+    assert str(err.value) == message
 
 
 def test_served_here_by_this_hosts_addresses_and_the_servers_port():

@@ -67,7 +67,10 @@ def store_from_conf(mass_conf, logger, memcache=None):
     holds the options ``store`` (redis, memcache or local; default redis),
     ``redis_url``, ``redis_timeout_ms`` (connect and reply timeout, default
     500) and ``store_retry_after`` (seconds a failed store is passed over,
-    default 30).  ``memcache`` is Swift's MemcacheRing if there is one.
+    default 30), and ``redis_prefix``, the prefix of Mass's keys in Redis,
+    under which the cache keeps its own (the cache takes its Redis from
+    the same options: swift_mass.proxy.methods.cache).  ``memcache`` is
+    Swift's MemcacheRing if there is one.
     """
     conf = mass_conf.store
     worker = local.LocalStore()
@@ -88,7 +91,8 @@ def store_from_conf(mass_conf, logger, memcache=None):
     # built then), so a Redis that is down does not stop the proxy
     # starting.
     primary = redis_store.RedisStore(
-        conf.redis_url, socket_timeout_ms=conf.redis_timeout_ms,
+        conf.redis_url, prefix=conf.redis_prefix,
+        socket_timeout_ms=conf.redis_timeout_ms,
         connect_timeout_ms=conf.redis_timeout_ms)
     return resilient.ResilientStore(primary, shared, logger,
                                     conf.retry_after)

@@ -26,8 +26,9 @@ from swift_mass.breaker import describe
 from swift_mass.control.stores.base import Store, by_bucket, encode, \
     quote, unquote
 from swift_mass.lua import read_script
-from swift_mass.redis_client import DEFAULT_REDIS_TIMEOUT_MS, \
-    DEFAULT_REDIS_URL, client_from_url, key_prefix, redacted_url
+from swift_mass.redis_client import DEFAULT_KEY_PREFIX, \
+    DEFAULT_REDIS_TIMEOUT_MS, DEFAULT_REDIS_URL, client_from_url, \
+    key_prefix, redacted_url
 
 
 class RedisStore(Store):
@@ -98,7 +99,7 @@ class RedisStore(Store):
         'acquire', 'release', 'add', 'members', 'read', 'changes',
         'entries', 'update', 'commit', 'replace')}
 
-    def __init__(self, url=DEFAULT_REDIS_URL, prefix='mass:',
+    def __init__(self, url=DEFAULT_REDIS_URL, prefix=DEFAULT_KEY_PREFIX,
                  socket_timeout_ms=DEFAULT_REDIS_TIMEOUT_MS,
                  connect_timeout_ms=DEFAULT_REDIS_TIMEOUT_MS):
         self.url = url

@@ -34,8 +34,8 @@ from swift_mass.proxy.methods.merge import MergeMethod
 
 class Methods(object):
 
-    def __init__(self, app, mass_conf, logger, store):
-        self.cache = CacheMethod.from_conf(app, mass_conf, logger, store)
+    def __init__(self, app, mass_conf, logger):
+        self.cache = CacheMethod.from_conf(app, mass_conf, logger)
         self.merge = MergeMethod.from_conf(self.cache, mass_conf, logger)
         self.batch = BatchMethod()
         self.by_name = {method.name: method

@@ -88,7 +88,7 @@ from swift.common.swob import Request, wsgi_to_str
 from swift.proxy.controllers.base import get_container_info
 
 from swift_mass import metrics, tags
-from swift_mass.control.stores.redis_store import RedisStore
+from swift_mass.redis_client import key_prefix
 from swift_mass.generations import object_key
 from swift_mass.generations.reader import GenerationReader
 from swift_mass.proxy.methods import base
@@ -185,15 +185,6 @@ def refused_before_authorisation(app, env):
     return bool(deny) and req.host.split(':')[0] in deny
 
 
-def redis_of(store):
-    """The RedisStore in a store chain (swift_mass.control.stores), or None."""
-    while store is not None:
-        if isinstance(store, RedisStore):
-            return store
-        store = getattr(store, 'primary', None)
-    return None
-
-
 class Collector(object):
     """The body of a response on its way to the client, kept as it goes;
     ``on_complete(chunks)`` is called at close if all of it was sent (the
@@ -272,21 +263,25 @@ class CacheMethod(base.Method):
         self._uncacheable = cachetools.LRUCache(UNCACHEABLE_MEMO)
 
     @classmethod
-    def from_conf(cls, app, mass_conf, logger, store):
+    def from_conf(cls, app, mass_conf, logger):
         """The cache ``[filter:mass]`` asks for (its ``cache_*`` options,
         parsed: ``mass_conf.cache``); generations and Redis bodies use the
-        Redis of the shared ``store`` chain."""
+        Redis of the shared store, when ``store`` is redis
+        (``mass_conf.store``: its ``redis_url``, keys under its
+        ``redis_prefix`` and ``cache:``)."""
         settings = mass_conf.cache
-        shared = redis_of(store)
+        store = mass_conf.store
         backend = settings.backend
-        if backend == 'redis' and shared is None:
+        if backend == 'redis' and store.kind != 'redis':
             logger.warning('mass cache: cache_backend = redis, but the '
                            'store is not Redis; caching in worker memory')
             backend = 'local'
         generations = None
-        if shared is not None:
+        if store.kind == 'redis':
             generations = GenerationReader(
-                shared.url, logger, prefix=shared.prefix + 'cache:',
+                store.redis_url, logger,
+                prefix=key_prefix(store.redis_url, store.redis_prefix) +
+                'cache:',
                 ttl=settings.generation_ttl, timeout=settings.redis_timeout)
         if backend == 'redis':
             bodies = RedisBodies(generations.client, settings.budget,

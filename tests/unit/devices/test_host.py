@@ -16,6 +16,7 @@ import os
 
 import pytest
 
+from swift_mass.conf import ConfigError
 from swift_mass.devices import classes, host
 from tests.unit.devices import hetero
 from tests.unit.devices.test_classes import figures
@@ -54,6 +55,16 @@ def test_served_devices_as_swift_decides():
         ('10.0.0.1:6206/sdc', '/srv/1/node/sdc'),
         ('10.0.0.2:6200/sdb', '/srv/2/node/sdb'),
         ('10.0.0.1:6200/sdb', '/srv/9/node/sdb')]
+
+
+def test_a_bad_server_option_names_its_file_and_the_allowed_values():
+    # the object server's options are read as mass_queue reads them
+    # (swift_mass.conf.ObjectServerConf): a bad bind_port was a bare
+    # "invalid literal for int()"
+    with pytest.raises(ConfigError) as err:
+        host.served_devices({}, [{'bind_port': 'x', '__file__': 'o.conf'}])
+    assert str(err.value) == "o.conf: [app:object-server] bind_port = " \
+        "'x' is not valid; allowed: an integer from 1 to 65535"
 
 
 @pytest.fixture

@@ -36,6 +36,8 @@ from swift.common.utils import Timestamp, get_logger, md5, \
     replace_partition_in_path
 from swift.obj.server import ObjectController
 
+from swift_mass.conf import GROUP_COMMIT_DEFAULTS, ConfigError, \
+    GroupCommitConf
 from swift_mass.obj import diskfile as mass_diskfile
 from swift_mass.obj.diskfile import GroupCommitDiskFileManager, GroupSync
 from swift_mass.obj.flush_sequence import FlushSequence
@@ -128,7 +130,8 @@ def run_dir(tmp_path, monkeypatch):
     """The managers' group_commit_run_dir, where FlushSequence keeps its
     files: the test's own, never the machine's /var/run/swift."""
     path = tmp_path / 'run'
-    monkeypatch.setattr(mass_diskfile, 'DEFAULT_RUN_DIR', str(path))
+    monkeypatch.setitem(GROUP_COMMIT_DEFAULTS, 'group_commit_run_dir',
+                        str(path))
     return str(path)
 
 
@@ -614,15 +617,39 @@ def test_a_write_that_ends_without_a_put_is_not_waited_for(
     assert len(syncfs.filesystems) == 2
 
 
-@pytest.mark.parametrize('value', ['-1', 'soon', '1001'])
-def test_a_bad_linger_names_the_option(devices, policy, value):
-    with pytest.raises(ValueError) as err:
-        GroupCommitDiskFileManager({'devices': devices,
-                                    'group_commit_linger_ms': value},
+@pytest.mark.parametrize('option, value, allowed', [
+    ('group_commit_linger_ms', '-1', 'a number from 0 to 1000'),
+    ('group_commit_linger_ms', 'soon', 'a number from 0 to 1000'),
+    ('group_commit_linger_ms', '1001', 'a number from 0 to 1000'),
+    ('group_commit_linger_ms', 'nan', 'a number from 0 to 1000'),
+    # relative, each process's would depend on where it was started
+    ('group_commit_run_dir', 'run/swift', 'an absolute path'),
+    ('group_commit_run_dir', ' ', 'an absolute path'),
+])
+def test_a_bad_option_names_the_option_and_the_allowed_values(
+        devices, policy, option, value, allowed):
+    # the shared parsers' wording (swift_mass.conf), as mass_queue's
+    with pytest.raises(ConfigError) as err:
+        GroupCommitDiskFileManager({'devices': devices, option: value},
                                    Logger())
     assert str(err.value) == (
-        'group_commit_linger_ms = %r is not valid; allowed: a number from 0 '
-        'to 1000' % value)
+        '[app:object-server] %s = %r is not valid; allowed: %s'
+        % (option, value, allowed))
+
+
+def test_the_options_defaults_come_from_one_table(devices, run_dir):
+    # the autouse fixture run_dir changed the table's run directory: the
+    # manager takes it from there
+    manager = GroupCommitDiskFileManager({'devices': devices}, Logger())
+    assert (manager.linger, manager.run_dir) == (0.005, run_dir)
+    manager = GroupCommitDiskFileManager(
+        {'devices': devices, 'group_commit_linger_ms': ' 0 ',
+         'group_commit_run_dir': ' /run/mass '}, Logger())
+    assert (manager.linger, manager.run_dir) == (0.0, '/run/mass')
+    options = GroupCommitConf({})
+    assert (options.linger * 1000.0, options.run_dir) == (
+        GROUP_COMMIT_DEFAULTS['group_commit_linger_ms'],
+        GROUP_COMMIT_DEFAULTS['group_commit_run_dir'])
 
 
 # FlushSequence: flushes numbered across processes

@@ -72,7 +72,7 @@ class Backend(object):
 def make(conf=None):
     backend = Backend()
     conf = dict({'read_substore': 'fast', 'write_substore': 'bulk',
-                 'min_requests': '10'}, **(conf or {}))
+                 'min_requests': '10', 'store': 'local'}, **(conf or {}))
     mass = proxy.MassMiddleware(backend, conf, store=LocalStore())
     return mass, backend
 
@@ -223,7 +223,7 @@ def test_decision_recalled_from_sysmeta_after_store_loss():
     # a new proxy (or a Redis that lost everything) on the same account
     fresh = proxy.MassMiddleware(backend, {
         'read_substore': 'fast', 'write_substore': 'bulk',
-        'min_requests': '10'}, store=LocalStore())
+        'min_requests': '10', 'store': 'local'}, store=LocalStore())
     call(fresh)
     fresh.agent.tick()
     assert fresh.agent.policy('AUTH_t') == entry
@@ -314,7 +314,7 @@ def test_recall_after_store_loss_by_a_leader_that_saw_no_policy_before():
     # came back unclassified, on the SAIO with its second proxy).
     backend, store = Backend(), LocalStore()
     conf = {'read_substore': 'fast', 'write_substore': 'bulk',
-            'min_requests': '10'}
+            'min_requests': '10', 'store': 'local'}
     first = proxy.MassMiddleware(backend, conf, store=store)
     second = proxy.MassMiddleware(backend, conf, store=store)
     first.agent.owner, second.agent.owner = 'proxy1:1', 'proxy2:1'
@@ -370,7 +370,8 @@ def test_a_new_workers_first_request_follows_the_table():
         'write', substore='bulk', method='batch', pinned=True)})
     backend = Backend()
     mass = proxy.MassMiddleware(backend, {
-        'read_substore': 'fast', 'write_substore': 'bulk'}, store=store)
+        'read_substore': 'fast', 'write_substore': 'bulk', 'store': 'local'},
+        store=store)
     call(mass, method='PUT', path='/v1/AUTH_t/new')
     headers, env = backend.requests[-1][2], backend.requests[-1][3]
     assert headers['X-Backend-Mass-Class'] == 'write'
@@ -382,7 +383,7 @@ def test_a_first_refresh_that_fails_leaves_the_request_untouched():
         def table_changes(self, since):
             raise ConnectionError('store down')
     backend = Backend()
-    mass = proxy.MassMiddleware(backend, {}, store=Down())
+    mass = proxy.MassMiddleware(backend, {'store': 'local'}, store=Down())
     assert call(mass, method='PUT', path='/v1/AUTH_t/new').status_int == 201
     assert 'X-Backend-Mass-Class' not in backend.requests[-1][2]
 

@@ -121,8 +121,8 @@ def make(pin='write', ring=None):
     # urgent marks off: their lookups are test_marks' business
     mass = proxy.MassMiddleware(swift, {
         'read_substore': 'fast', 'write_substore': 'bulk',
-        'mixed_substore': '', 'urgent_recheck_seconds': '0'},
-        logger=logger, store=LocalStore())
+        'mixed_substore': '', 'urgent_recheck_seconds': '0',
+        'store': 'local'}, logger=logger, store=LocalStore())
     if pin:
         mass.store.set_pin('AUTH_t', dict(
             {'class': pin}, **({'ring': ring} if ring is not None else {})))

@@ -76,7 +76,7 @@ def test_observe_mode_decides_as_active_mode_and_tags_nothing():
 def test_observe_mode_routes_no_new_container():
     swift = routing.Swift()
     mass = proxy.MassMiddleware(swift, {
-        'mode': 'observe', 'write_substore': 'bulk',
+        'mode': 'observe', 'write_substore': 'bulk', 'store': 'local',
         'urgent_recheck_seconds': '0'}, logger=Logger(), store=LocalStore())
     mass.store.set_pin('AUTH_t', {'class': 'write'})
     mass.agent.tick()
@@ -155,7 +155,8 @@ def routed(conf=None, swift=None):
     swift = swift or routing.Swift()
     logger = Logger()
     mass = proxy.MassMiddleware(swift, dict({
-        'write_substore': 'bulk', 'urgent_recheck_seconds': '30'},
+        'write_substore': 'bulk', 'urgent_recheck_seconds': '30',
+        'store': 'local'},
         **(conf or {})), logger=logger, store=LocalStore())
     for tenant in ('AUTH_t', 'AUTH_o'):
         mass.store.set_pin(tenant, {'class': 'write'})

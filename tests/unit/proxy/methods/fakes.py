@@ -341,8 +341,12 @@ def make(prefix, swift=None, conf=None, store_url=REDIS_URL, pin='cache'):
         object_servers(swift, prefix)
     logger = Logger()
     store = RedisStore(store_url, prefix=prefix)
-    mass = proxy.MassMiddleware(swift, dict(conf or {}), logger=logger,
-                                store=store)
+    # the cache's Redis is the configured store's, under the test's prefix
+    conf = dict(conf or {}, redis_url=store_url)
+    mass_conf = MassConf(conf)
+    mass_conf.store.redis_prefix = prefix
+    mass = proxy.MassMiddleware(swift, conf, logger=logger, store=store,
+                                mass_conf=mass_conf)
     cache = mass.methods.cache
     cache.validity_check.devices = lambda: {DEVICE}
     cache.replicas.answers = swift.primary_answers

@@ -18,7 +18,6 @@ from swift.common.swob import Request
 
 from swift_mass import tags
 from swift_mass.control.entry import PolicyEntry
-from swift_mass.control.stores.local import LocalStore
 from swift_mass.proxy.methods import Methods
 from swift_mass.proxy.methods.batch import BatchMethod
 from tests.unit.helpers import Logger, RecordingApp
@@ -27,8 +26,8 @@ from tests.unit.proxy.methods.fakes import BODY, DOWN_REDIS_URL, PATH, \
 
 
 def methods():
-    return Methods(Swift(), MassConf({'cache_backend': 'local'}), Logger(),
-                   LocalStore())
+    return Methods(Swift(), MassConf({'cache_backend': 'local',
+                                      'store': 'local'}), Logger())
 
 
 def request_env(path=PATH, method='GET'):

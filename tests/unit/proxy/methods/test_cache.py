@@ -25,10 +25,11 @@ from swift.common.swob import Request
 from swift.common.utils import Timestamp, md5
 
 from swift_mass import tags
+from swift_mass.control.stores.local import LocalStore
+from swift_mass.proxy import middleware as proxy
 from swift_mass.proxy.methods import cache, misses
 from swift_mass.proxy.methods.bodies import Entry, LocalBodies
 from swift_mass.generations import object_key
-from swift_mass.control.stores.local import LocalStore
 from tests.unit.proxy.methods.fakes import BODY, DEVICE, \
     DOWN_CLUSTER_URL, DOWN_REDIS_URL, PATH, MassConf, Swift, authorize_as, \
     call, make, put
@@ -718,8 +719,8 @@ def test_validity_changes_with_every_write_and_is_unknown_without(prefix):
     after, written = method.validity(read_env(), key)
     assert after != before
     assert written == (Timestamp(swift.objects[PATH]['ts']), False, None)
-    local = cache.CacheMethod.from_conf(Swift(), MassConf({}), Logger(),
-                                        LocalStore())
+    local = cache.CacheMethod.from_conf(Swift(), MassConf({'store': 'local'}),
+                                        Logger())
     assert local.validity(read_env(), key) == (None, None)
 
 
@@ -1246,10 +1247,33 @@ def test_memcache_bodies_in_swifts_memcache_are_warned_of(prefix):
             if level == 'warning' and 'cache_memcache_servers' in line]
 
 
+def test_the_caches_redis_is_the_configured_stores():
+    # the cache took its Redis by walking the store chain built from the
+    # config; it takes it from the config: the store's redis_url, its keys
+    # under the store's prefix (a hash tag on a Cluster)
+    mass = proxy.MassMiddleware(Swift(), {
+        'redis_url': 'redis://10.0.0.9:6390/3', 'store': 'redis'},
+        logger=Logger(), store=LocalStore())
+    method = mass.methods.cache
+    kwargs = method.generations.client.connection_pool.connection_kwargs
+    assert (kwargs['host'], kwargs['port'], kwargs['db']) == (
+        '10.0.0.9', 6390, 3)
+    assert method.generations.prefix == 'mass:cache:'
+    assert method.entries.bodies.name == 'redis'
+    cluster = MassConf({'redis_url': 'redis+cluster://10.0.0.1:7000'})
+    method = cache.CacheMethod.from_conf(Swift(), cluster, Logger())
+    assert method.generations.prefix == '{mass}:cache:'
+    # the store's prefix, when a test or a benchmark run has its own
+    own = MassConf({})
+    own.store.redis_prefix = 'bench-1:'
+    method = cache.CacheMethod.from_conf(Swift(), own, Logger())
+    assert method.generations.prefix == 'bench-1:cache:'
+
+
 def test_redis_backend_without_redis_falls_back_to_local():
     logger = Logger()
-    method = cache.CacheMethod.from_conf(Swift(), MassConf({}), logger,
-                                         LocalStore())
+    method = cache.CacheMethod.from_conf(
+        Swift(), MassConf({'store': 'local'}), logger)
     assert method.entries.bodies.name == 'local'
     assert method.generations is None
     assert any('cache_backend = redis' in line for _, line in logger.lines)
