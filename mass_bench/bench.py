@@ -270,6 +270,11 @@ def add_run_arguments(parser):
     parser.add_argument('--scale', type=float, default=1.0,
                         help='multiply object sizes (MOS video/backup '
                         'sizes do not fit a test machine)')
+    parser.add_argument('--reseller', default='admin:admin:admin',
+                        metavar='ACCOUNT:USER:KEY',
+                        help='a reseller admin (tempauth), with --staged: '
+                        'the reaction time is read from each proxy worker '
+                        'as it (default: the SAIO\'s admin:admin:admin)')
     parser.add_argument('--staged', choices=('external', 'internal'),
                         help='each run of a mode is the phases of a '
                         'workload-change experiment back to back on the '
@@ -378,6 +383,7 @@ def run_modes(bench, args, tenants, modes):
     try:
         if args.staged:
             bench.phases = staged_scenario(args.staged, tenants)
+            bench.reseller = clients.Tenant.reseller(args.reseller)
         result = bench.compare(modes, args.cycles,
                                control=not args.no_control, base=args.base)
         text = report.format_summary(result)

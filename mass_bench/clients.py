@@ -67,6 +67,15 @@ class Tenant(object):
         return cls(account, '%s:%s' % (account, user), key,
                    workloads.parse(spec))
 
+    @classmethod
+    def reseller(cls, text):
+        """A reseller admin, ``ACCOUNT:USER:KEY``: a Tenant with no
+        workload."""
+        parts = text.split(':')
+        if len(parts) != 3 or not all(parts):
+            raise ValueError('%r: expected ACCOUNT:USER:KEY' % text)
+        return cls(parts[0], '%s:%s' % tuple(parts[:2]), parts[2], None)
+
     def authenticate(self, auth_url):
         self.url, self.token = get_auth(auth_url, self.user, self.key)
 

@@ -24,8 +24,8 @@ import threading
 import time
 import urllib.parse
 
-from mass_bench import clients, phases, policy_table, report, resources, \
-    summary, workloads
+from mass_bench import clients, phases, policy_table, reaction, report, \
+    resources, summary, workloads
 from mass_bench.modes import OBJECT_CONF, PROXY_CONF, Modes
 from mass_bench.ratios import abba
 from mass_bench.results import finite
@@ -60,6 +60,13 @@ class Bench(Modes):
         # of the tenants' workloads
         self.phases = None
         self.run_number = 0
+        # the reseller admin (a clients.Tenant) whose probe asks each proxy
+        # worker which policy it applies (mass_bench.reaction), in phased
+        # runs with Mass in the pipeline; the probe of the current mode and
+        # the last watch's samples of it
+        self.reseller = None
+        self.worker_probe = None
+        self.worker_samples = []
         # {tenant label: the storage policy of its container this run}
         self.container_policies = {}
         # where the time went: the CPU, the process groups, the hetero
@@ -169,6 +176,7 @@ class Bench(Modes):
         where the time went, the machine per second)."""
         window_start = start + warmup
         samples, before, pulses = [], None, []
+        self.worker_samples = []
         for tick in summary.window_ticks(warmup, seconds):
             clients.sleep_until(window_start + tick)
             if tick >= 0:
@@ -179,6 +187,10 @@ class Bench(Modes):
                 break
             samples.append([round(time.time() - window_start, 2),
                             self.policy_sample()])
+            if self.worker_probe is not None:
+                self.worker_samples.append([
+                    round(time.time() - window_start, 2),
+                    self.worker_probe.sample()])
             self.progress('  %s: %3.0f s of %.0f' % (
                 label, max(0.0, tick), seconds), end='\r')
         where = resources.between(before, self.sampler.snapshot())
@@ -295,8 +307,19 @@ class Bench(Modes):
         tenants' workloads or, with ``phases``, a run of every phase back
         to back (mass_bench.phases)."""
         if self.phases:
+            self.worker_probe = self.probe()
             return phases.run_phases(self, self.phases, label)
         return self.run({t: t.workload for t in self.tenants}, label)
+
+    def probe(self):
+        """A reaction.WorkerProbe of the tenants, or None: Mass is not in
+        the pipeline, or no reseller admin was given."""
+        if self.reseller is None or not self.mass_in_pipeline():
+            return None
+        self.reseller.authenticate(self.auth_url)
+        return reaction.WorkerProbe(
+            self.reseller.url, self.reseller.token,
+            {t.label: t.account for t in self.tenants})
 
     def kept(self, runs):
         if self.keep_runs is not None:

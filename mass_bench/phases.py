@@ -35,9 +35,10 @@ steady-state run's.  :func:`summaries` sums up a comparison per phase with
 mass_bench.summary's method (ratios against the base of the same cycle,
 bootstrap interval, A/A spread).  Runs in the benchmark's process.
 """
+import statistics
 import time
 
-from mass_bench import policy_table, resources, summary
+from mass_bench import policy_table, reaction, resources, summary
 
 # the clients of phase k get seeds from k * PHASE_SEEDS * 1000 on, so the
 # objects a phase creates are named apart from an earlier phase's
@@ -71,6 +72,12 @@ def run_phases(bench, phases, label):
                                    collected, warmup, seconds, samples,
                                    where, machine)
         result.update(phase=name, began=round(start + warmup - window, 2))
+        if bench.worker_samples:
+            result['workers'] = bench.worker_samples
+            result['reaction'] = {
+                t.label: reaction.reaction(bench.worker_samples, t.label,
+                                           0.0, seconds)
+                for t, _ in active}
         done.append((result, {t.label: [
             (r[0] - warmup,) + tuple(r[1:]) for r in collected[t.label][0]]
             for t, _ in active}))
@@ -150,5 +157,35 @@ def summaries(runs, modes, base='default'):
             'summary': summary.summary(these, modes, base),
             'per_tenant': summary.per_tenant_summary(these, modes, base),
             'between': summary.between_modes(these, modes, base),
-            'costs': summary.cost_summary(these, modes)})
+            'costs': summary.cost_summary(these, modes),
+            'reaction': reactions(these, number)})
+    return out
+
+
+def reactions(runs, number):
+    """Phase ``number``'s reaction times over the cycles: {mode: {tenant
+    label: {'median', 'worst' (seconds; None where the workers never
+    all applied the new policy), 'changed' (in how many runs the policy
+    changed), 'runs', 'policies' (the new policy of each run)}}}, of the
+    runs that probed the workers."""
+    out = {}
+    for run in runs:
+        phase = run['phases'][number]
+        for label, found in (phase.get('reaction') or {}).items():
+            if found is None:
+                continue
+            seen = out.setdefault(run['mode'], {}).setdefault(
+                label, {'seconds': [], 'changed': 0, 'runs': 0,
+                        'policies': []})
+            seen['runs'] += 1
+            seen['changed'] += found['changed']
+            seen['policies'].append(found['policy'])
+            seen['seconds'].append(found['seconds'])
+    for tenants in out.values():
+        for seen in tenants.values():
+            times = seen.pop('seconds')
+            known = sorted(t for t in times if t is not None)
+            seen['median'] = statistics.median(known) if known else None
+            seen['worst'] = None if None in times or not known \
+                else known[-1]
     return out

@@ -231,4 +231,25 @@ def format_phases(result):
                   'end to end):' % (phase['phase'], phase['offset']),
                   format_summary(dict(phase, base=result.get(
                       'base', 'default')))]
+        lines += format_reaction(phase.get('reaction') or {})
     return '\n'.join(lines)
+
+
+def format_reaction(reaction):
+    """Lines of a phase's reaction times (phases.reactions): per mode and
+    tenant, the new policy and the seconds until every proxy worker
+    applied it, median and worst over the runs."""
+    def seconds(value):
+        return 'never' if value is None else '%.1f s' % value
+    lines = []
+    for mode, tenants in sorted(reaction.items()):
+        for label, seen in sorted(tenants.items()):
+            policies = sorted({' '.join(p or '-' for p in policy)
+                               for policy in seen['policies']})
+            lines.append(
+                '  reaction, %s %s: changed in %d of %d runs, to %s; on '
+                'every worker after %s (median), %s (worst)' % (
+                    mode, label, seen['changed'], seen['runs'],
+                    ' / '.join(policies), seconds(seen['median']),
+                    seconds(seen['worst'])))
+    return lines

@@ -83,6 +83,15 @@ MIGRATING_MARK_HEADER = 'X-Mass-Migrating'
 # "<status> <object count> <storage policy index>" (replica_value).
 REPLICAS_REQUEST_HEADER = 'X-Mass-Replicas'
 REPLICA_RESPONSE_PREFIX = 'X-Mass-Replica-'
+# On a reseller admin's account HEAD: answer with the policy this proxy
+# worker applies to the account's tenant now, POLICY_RESPONSE_HEADER
+# "<class> <substore> <method>" (policy_value; '-' for none), with the
+# version of the policy table it holds and its process id: the adaptation
+# benchmark times a change until every worker applies it.
+POLICY_REQUEST_HEADER = 'X-Mass-Policy'
+POLICY_RESPONSE_HEADER = 'X-Mass-Policy'
+TABLE_VERSION_RESPONSE_HEADER = 'X-Mass-Table-Version'
+WORKER_RESPONSE_HEADER = 'X-Mass-Worker'
 # On an account: the tenant's requests get mass_queue's reserved slots.
 URGENT_MARK_HEADER = 'X-Mass-Urgent'
 # On an account: Mass leaves the tenant's requests as Swift alone would
@@ -124,6 +133,21 @@ MERGE_RESPONSE_HEADER = 'X-Mass-Merge'
 BACKEND_TAG_PREFIX = environ_key('X-Backend-Mass-')
 # Client-controllable headers in the Mass namespaces, as WSGI environ keys.
 _CLIENT_TAG_PREFIXES = (BACKEND_TAG_PREFIX, environ_key('X-Mass-'))
+
+
+def policy_value(cls, substore, method):
+    """POLICY_RESPONSE_HEADER's value of a policy (None or '' for what it
+    has not: '-')."""
+    return ' '.join(part or '-' for part in (cls, substore, method))
+
+
+def parse_policy_value(value):
+    """``(class, substore, method)`` of a POLICY_RESPONSE_HEADER value,
+    None for each '-'."""
+    parts = value.split()
+    if len(parts) != 3:
+        raise ValueError('not "<class> <substore> <method>": %r' % value)
+    return tuple(None if part == '-' else part for part in parts)
 
 
 def strip_client_tags(environ):

@@ -31,8 +31,18 @@ response (a 503 for a container being moved); it is then the request's
 denial, as an auth system's would be.  Without an auth system (no
 ``swift.authorize``) Swift serves every request, and the hooks run at once.
 """
+from swift.common.swob import Request
 
 AUTHORIZATION_ENV = 'mass.authorization'
+
+
+def authorized(env):
+    """Whether Swift's proxy would serve the request, as it authorises an
+    account or container HEAD (its handler calls ``swift.authorize`` once,
+    with no ACL of a container): on a copy of the environ, so that the
+    check leaves nothing behind."""
+    authorize = env.get('swift.authorize')
+    return authorize is None or not authorize(Request(dict(env)))
 
 
 class Authorization(object):

@@ -31,10 +31,11 @@ anyone else the header is dropped with the forged tags, and the HEAD is
 Swift's.
 """
 from swift.common.direct_client import direct_head_container
-from swift.common.swob import HTTPOk, Request, wsgi_to_str
+from swift.common.swob import HTTPOk, wsgi_to_str
 from swift.common.utils import split_path
 
 from swift_mass import tags
+from swift_mass.proxy.authorization import authorized
 from swift_mass.proxy.methods.replicas import head_each
 
 
@@ -68,7 +69,7 @@ class ContainerReplicas(object):
         return obj is None and container is not None
 
     def __call__(self, env, start_response):
-        if not env.get('reseller_request') or not self._authorized(env):
+        if not env.get('reseller_request') or not authorized(env):
             return self.app(env, start_response)
         _, account, container = split_path(env['PATH_INFO'], 3, 3)
         answers = self.answers(wsgi_to_str(account), wsgi_to_str(container))
@@ -76,12 +77,6 @@ class ContainerReplicas(object):
                    tags.replica_value(*answer)
                    for i, answer in enumerate(answers)}
         return HTTPOk(headers=headers)(env, start_response)
-
-    @staticmethod
-    def _authorized(env):
-        # as the proxy authorises a container HEAD: its swift.authorize
-        authorize = env.get('swift.authorize')
-        return authorize is None or not authorize(Request(dict(env)))
 
     def answers(self, account, container):
         """``[(status, object count, policy index)]`` of each primary of

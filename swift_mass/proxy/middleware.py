@@ -34,6 +34,7 @@ from swift_mass.control.substores import SubstoreCheck
 from swift_mass.proxy import marks, routing
 from swift_mass.proxy.authorization import Authorization
 from swift_mass.proxy.container_replicas import ContainerReplicas
+from swift_mass.proxy.policy_in_force import PolicyInForce
 from swift_mass.proxy.conf import MassConf
 from swift_mass.proxy.methods import Methods
 from swift_mass.proxy.sysmeta import AccountSysmeta
@@ -344,6 +345,7 @@ class MassMiddleware(object):
         self.moving_containers = marks.MovingContainers(
             app, self.conf.migrate_retry_after)
         self.container_replicas = ContainerReplicas(app, self.logger)
+        self.policy_in_force = PolicyInForce(app, self.agent)
         # observe mode without the control loop has no use for them
         self._looks_up_marks = self.conf.active or self.conf.control_loop
         if not self.conf.active:
@@ -364,6 +366,8 @@ class MassMiddleware(object):
         sent_marks = marks.taken_out(env)
         replicas_asked = env.pop(tags.environ_key(
             tags.REPLICAS_REQUEST_HEADER), None)
+        policy_asked = env.pop(tags.environ_key(
+            tags.POLICY_REQUEST_HEADER), None)
         if tags.strip_client_tags(env):
             metrics.increment(self.logger, 'forged_tags', 'forged_tags')
         tenant = tenant_of(env.get('PATH_INFO', ''))
@@ -385,6 +389,8 @@ class MassMiddleware(object):
             return refusal(env, start_response)
         if ContainerReplicas.asked(env, replicas_asked):
             return self.container_replicas(env, start_response)
+        if PolicyInForce.asked(env, policy_asked):
+            return self.policy_in_force(env, start_response, tenant)
         is_object = object_of(env['PATH_INFO'])
         return TenantRequest(self._app_for(env, entry, is_object),
                              self.agent)(env, start_response, tenant,

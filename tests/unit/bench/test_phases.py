@@ -158,6 +158,10 @@ def test_a_staged_comparison_is_the_abba_comparison_of_phased_runs(
         report.format_phased_run(result['runs'][0])
 
 
+OLD = ['write', 'bulk', 'batch', 1]
+NEW = ['read', 'fast', 'cache', 2]
+
+
 def fake_phased_run(mode, number):
     """A phased run whose backup made ``number`` ops/s in phase 1 and
     10 times that in phase 2 (10 s each)."""
@@ -227,10 +231,18 @@ def test_phases_run_back_to_back_on_the_same_containers(monkeypatch):
     real_start = b.start_clients
 
     def start_clients(active, ready, start, warmup, stop_at, first_index):
-        started.append((dict(ready), warmup, first_index))
+        started.append((dict(ready), warmup, first_index, start))
         return real_start(active, ready, start, warmup, stop_at,
                           first_index)
     monkeypatch.setattr(b, 'start_clients', start_clients)
+
+    class Probe(object):
+        # every worker applies backup's new policy from 0.6 s into phase 2
+        def sample(self):
+            changed = len(started) > 1 and time.time() > started[1][3] + 0.6
+            return {'backup': {'1': NEW if changed else OLD,
+                               '2': NEW if changed else OLD}}
+    b.worker_probe = Probe()
     stages = bench.staged_scenario('internal', tenants)
     run = phases.run_phases(b, stages, 'cycle 1 mass')
     # one container each, seeded once by phase 1's workloads
@@ -249,7 +261,7 @@ def test_phases_run_back_to_back_on_the_same_containers(monkeypatch):
     assert sorted(started[1][0]['dbdump'][1]) == [
         'seed-%05d' % i for i in range(4)]
     # phase 2's clients name their new objects apart; no warm-up there
-    assert [(w, i) for _, w, i in started] == [
+    assert [(w, i) for _, w, i, _ in started] == [
         (0.3, 0), (0.0, phases.PHASE_SEEDS)]
     second = run['phases'][1]['tenants']
     assert set(second['backup']['by_operation']) == {'GET'}
@@ -278,6 +290,12 @@ def test_phases_run_back_to_back_on_the_same_containers(monkeypatch):
     assert len(sampler.taken) == 6
     assert run['resources']['seconds'] > 3.5
     assert 'phase 2 changed (from 2 s):' in report.format_phased_run(run)
+    # the workers' policies, read each second: the reaction in phase 2
+    assert run['phases'][0]['reaction']['backup'] == {
+        'policy': OLD[:3], 'changed': False, 'seconds': 0.0}
+    found = run['phases'][1]['reaction']['backup']
+    assert (found['policy'], found['changed']) == (NEW[:3], True)
+    assert found['seconds'] == pytest.approx(1.0, abs=0.3)
 
 
 def test_a_mode_timeline_marks_where_each_phase_began(tmp_path):
