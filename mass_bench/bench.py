@@ -378,6 +378,7 @@ def run_modes(bench, args, tenants, modes):
     try:
         if args.staged:
             bench.phases = staged_scenario(args.staged, tenants)
+            bench.cold_start = True
         result = bench.compare(modes, args.cycles,
                                control=not args.no_control, base=args.base)
         text = report.format_summary(result)

@@ -160,6 +160,10 @@ class Modes(object):
         self.store = None
         self.settle = settle
         self.pinned = set()
+        # whether each mass run starts cold (the workload-change
+        # experiments, --staged: docs/benchmarks/adaptation); the steady
+        # state's mass runs start from what the loop holds
+        self.cold_start = False
         self.pipeline = None  # 'with' or 'without' once switched
         # {tenant label: its containers' policy in placed, '' for the
         # default}, found when placed first runs
@@ -227,11 +231,13 @@ class Modes(object):
                     'class': tenant.workload.intended_class})
                 self.pinned.add(tenant.account)
             time.sleep(self.settle)
-        elif mode == 'mass':
+        elif mode == 'mass' and self.cold_start:
             # a cold start: no pins, and nothing the control loop learnt
             # of the tenants (their entries, their counts so far)
             self._delete_pins()
             self.forget()
+        elif mode == 'mass':
+            self.unpin()
         self.mode = self.base_mode = mode
         for tenant in self.tenants:
             # a restarted proxy may have lost the token cache
