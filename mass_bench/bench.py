@@ -384,6 +384,7 @@ def run_modes(bench, args, tenants, modes):
         if args.staged:
             bench.phases = staged_scenario(args.staged, tenants)
             bench.reseller = clients.Tenant.reseller(args.reseller)
+            bench.cold_start = True
         result = bench.compare(modes, args.cycles,
                                control=not args.no_control, base=args.base)
         text = report.format_summary(result)

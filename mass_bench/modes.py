@@ -130,9 +130,10 @@ class Modes(object):
     mass_bench.driver.Bench, which runs the workloads in them): Mass in
     or out of the proxies' pipelines (``tools/saio pipeline``), the
     servers' options a variant changes, a ring variant's ring, the
-    tenants' pins in ``static`` and their containers' policies in
-    ``placed``; and the shared store that pins them, whose policy table
-    the bench samples."""
+    tenants' pins in ``static``, their containers' policies in
+    ``placed`` and ``mass``'s cold start (the pins deleted, the tenants
+    forgotten: :meth:`forget`); and the shared store that pins and
+    forgets them, whose policy table the bench samples."""
 
     def __init__(self, tenants, auth_url, saio=None, conf=PROXY_CONF,
                  progress=print, settle=None, variants=(),
@@ -159,6 +160,10 @@ class Modes(object):
         self.store = None
         self.settle = settle
         self.pinned = set()
+        # whether each mass run starts cold (the workload-change
+        # experiments, --staged: docs/benchmarks/adaptation); the steady
+        # state's mass runs start from what the loop holds
+        self.cold_start = False
         self.pipeline = None  # 'with' or 'without' once switched
         # {tenant label: its containers' policy in placed, '' for the
         # default}, found when placed first runs
@@ -226,6 +231,11 @@ class Modes(object):
                     'class': tenant.workload.intended_class})
                 self.pinned.add(tenant.account)
             time.sleep(self.settle)
+        elif mode == 'mass' and self.cold_start:
+            # a cold start: no pins, and nothing the control loop learnt
+            # of the tenants (their entries, their counts so far)
+            self._delete_pins()
+            self.forget()
         elif mode == 'mass':
             self.unpin()
         self.mode = self.base_mode = mode
@@ -234,12 +244,33 @@ class Modes(object):
             tenant.authenticate(self.auth_url)
 
     def unpin(self):
-        if self.pinned:
-            store = self._store()
-            for account in self.pinned:
-                store.delete_pin(account)
-            self.pinned.clear()
+        if self._delete_pins():
             time.sleep(self.settle)
+
+    def _delete_pins(self):
+        """Delete the pins ``static`` set; whether there were any."""
+        if not self.pinned:
+            return False
+        store = self._store()
+        for account in self.pinned:
+            store.delete_pin(account)
+        self.pinned.clear()
+        return True
+
+    def forget(self):
+        """Make the control loop forget the tenants, as ``swift-mass
+        forget`` does (:meth:`Store.forget
+        <swift_mass.control.stores.base.Store.forget>`): their entries
+        leave the policy table and the leader classifies them afresh from
+        their requests after now; then wait until every worker dropped
+        the entries."""
+        if not self.tenants:
+            return
+        store = self._store()
+        accounts = [tenant.account for tenant in self.tenants]
+        store.forget(accounts, time.time())
+        self.progress('mass: forgot %s' % ', '.join(sorted(accounts)))
+        time.sleep(self.settle)
 
     def policy_sample(self):
         """The policy table's entries of the tenants now

@@ -9,8 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``swift-mass status | tenants | explain | pin | unpin``: what the Mass
-control loop knows and decided, and the operator's pins.
+"""``swift-mass status | tenants | explain | pin | unpin | forget``: what
+the Mass control loop knows and decided, and the operator's pins.
 
 They read the same shared store the proxies use, configured by the
 ``[filter:mass]`` section of the proxy's config (``--conf``)::
@@ -22,11 +22,19 @@ They read the same shared store the proxies use, configured by the
     swift-mass explain TENANT      the numbers behind the tenant's decision
     swift-mass pin TENANT --class write [--substore bulk] [--method batch]
     swift-mass unpin TENANT
+    swift-mass forget TENANT [TENANT...]
 
 Pins take effect within one interval of the leader; the controller never
-overrides them.  ``--ring`` is the old name of ``pin --substore``; the
-stored pin and the policy table keep the key ``ring``, which the
-controller and the proxies read (``PolicyEntry.substore``, stored as
+overrides them.  ``forget`` makes the control loop forget what it learnt
+of a tenant (its class, substore, method and validation): its entry
+leaves the policy table (every worker drops it within an interval) and
+the leader classifies it afresh from its requests after the forget only
+(:meth:`Store.forget <swift_mass.control.stores.base.Store.forget>`).  A
+pin stays (``unpin`` removes it), and so does an opt-out.
+
+``--ring`` is the old name of ``pin --substore``; the stored pin and the
+policy table keep the key ``ring``, which the controller and the proxies
+read (``PolicyEntry.substore``, stored as
 ``ring``: :mod:`swift_mass.control.entry`), and so does ``--json``, which
 scripts parse: ``tenants``' rows, ``explain``'s ``policy`` (the entry as
 stored) and ``mapping``'s ``rings``.  Exit status 2 on a bad
@@ -373,6 +381,17 @@ def unpin(args, conf, store, settings):
     return {'tenant': tenant_name(args.tenant), 'pin': None}
 
 
+def forget(args, conf, store, settings):
+    at = time.time()
+    pins = store.get_pins()
+    removed = store.forget(args.tenants, at)
+    return {'tenants': [tenant_name(tenant) for tenant in args.tenants],
+            'forgotten_at': at,
+            'entries_removed': [tenant_name(tenant) for tenant in removed],
+            'still_pinned': [tenant_name(tenant) for tenant in args.tenants
+                             if tenant in pins]}
+
+
 def _cell(value):
     if value is None:
         return '-'
@@ -434,7 +453,7 @@ def _positive(text):
 
 
 def add_parsers(subparsers):
-    """Register status, tenants, explain, pin and unpin."""
+    """Register status, tenants, explain, pin, unpin and forget."""
     def command(name, compute, text=fields_text, **kwargs):
         p = subparsers.add_parser(name, **kwargs)
         p.set_defaults(func=lambda args: with_store(
@@ -479,3 +498,13 @@ def add_parsers(subparsers):
     p.add_argument('--method', choices=controller.METHODS)
     p = command('unpin', unpin, help='give a tenant back to the controller')
     p.add_argument('tenant', type=tenant_key)
+    p = command('forget', forget,
+                help='forget what the controller learnt of tenants and '
+                'classify them afresh',
+                description='Remove each tenant\'s entry from the policy '
+                'table (its class, substore, method and validation; every '
+                'proxy drops it within an interval) and make the leader '
+                'classify it afresh from its requests after now only (its '
+                'counts from before are left out).  A pin stays: unpin '
+                'removes it.  An opted-out account stays opted out.')
+    p.add_argument('tenants', metavar='TENANT', nargs='+', type=tenant_key)

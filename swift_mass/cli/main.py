@@ -22,7 +22,9 @@ Subcommands, by the module of :mod:`swift_mass.cli` that runs them::
                                    (exit 1 when the store knows nothing of
                                    TENANT)
     swift-mass pin TENANT --class write [--substore bulk] [--method batch]
-    swift-mass unpin TENANT        (control: the shared store the proxies
+    swift-mass unpin TENANT
+    swift-mass forget TENANT [TENANT...]
+                                   (control: the shared store the proxies
                                    use, from the [filter:mass] section of
                                    --conf)
     swift-mass migrate plan|run TENANT [CONTAINER...] [--policy NAME]
@@ -83,7 +85,8 @@ import swift_mass
 # the store's, the rings' and swiftclient's imports are paid by the
 # subcommands that use them.
 GROUPS = (
-    ('control', ('status', 'tenants', 'explain', 'pin', 'unpin')),
+    ('control', ('status', 'tenants', 'explain', 'pin', 'unpin',
+                 'forget')),
     ('migrate', ('migrate',)),
     ('urgent', ('urgent', 'opt-out')),
     ('rings', ('check-rings',)),

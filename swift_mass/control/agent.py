@@ -29,8 +29,12 @@
   that made requests in it, has a pin or a pinned entry (nothing else can
   change an entry: :func:`swift_mass.control.controller.keeps_when_idle`),
   and write the entries that changed, each saved durably (account
-  sysmeta).  A tenant opted out of Mass is not classified: its entry
-  says so (:func:`swift_mass.control.controller.opt_out`), and
+  sysmeta).  A tenant the operator forgot (``swift-mass forget``: its
+  forget mark, read with the counts) is decided from its counts after
+  the mark only, and not from its entry from before it
+  (:mod:`swift_mass.control.controller`).  A tenant opted out of Mass
+  is not classified: its entry says so
+  (:func:`swift_mass.control.controller.opt_out`), and
   :meth:`Agent.policy` answers None for it.  The leader learns of an
   opt-out from the tenant's requests (the ``opted_out`` counter the
   proxies count once Swift authorised a request of an opted-out account,
@@ -50,7 +54,7 @@ import gc
 import time
 
 from swift_mass import metrics
-from swift_mass.control import leader, monitor, stats
+from swift_mass.control import controller, leader, monitor, stats
 from swift_mass.control.entry import MalformedEntry, PolicyEntry
 from swift_mass.generations.publisher import BumpedSetPublisher, \
     bumped_tenants
@@ -208,13 +212,16 @@ class Agent(object):
             self.durable.known([tenant for tenant, stored in entries.items()
                                 if stored is not None])
 
-    def tenant_figures(self, now):
+    def tenant_figures(self, now, forgotten=None):
         """``{tenant: Figures}`` of every tenant with requests in the
         window, with what the controller decides by
-        (:func:`monitor.decision_figures`)."""
+        (:func:`monitor.decision_figures`); a tenant of ``forgotten`` (the
+        forget marks) only from its buckets after its mark
+        (:func:`controller.counts_since_forget`)."""
         since = monitor.window_buckets(now, self.settings.window,
                                        self.window.bucket_seconds)
         counts = self.store.read_counts(since, monitor.DECISION_FIELDS)
+        counts = controller.counts_since_forget(counts, forgotten)
         return {tenant: monitor.decision_figures(buckets.values())
                 for tenant, buckets in counts.items()}
 
@@ -222,14 +229,15 @@ class Agent(object):
         """The leader's work (it holds the lease): decide
         (:class:`swift_mass.control.leader.Decisions`), and write what
         changed."""
-        figures = self.tenant_figures(now)
+        forgotten = self.store.forgotten()
+        figures = self.tenant_figures(now, forgotten)
         pins = self.store.get_pins()
         pins_known = self.store.holds_pins()
         settings = self.settings if self.substores is None else \
             self.substores.settings(self.settings, now)
         decisions = leader.Decisions(
             self.table, figures, pins, pins_known, now, settings,
-            self.opt_out, self.durable, self.logger).make()
+            self.opt_out, self.durable, self.logger, forgotten).make()
         if decisions.updates:
             self._write(decisions.updates, decisions.changed)
         if self.publisher is not None:

@@ -86,6 +86,22 @@ for a policy (:meth:`swift_mass.control.agent.Agent.policy` answers None)
 and which ``swift-mass explain`` shows.  Once the tenant opts back in,
 :func:`decide` decides on it afresh.
 
+A tenant the operator forgot (``swift-mass forget``: a forget mark in the
+store, ``{tenant: forgotten at}``, :mod:`swift_mass.control.stores.base`)
+is classified afresh from its traffic after the forget only: the leader
+reads the marks with the counts, :func:`counts_since_forget` leaves out
+the tenant's counts buckets that started before its mark (the bucket the
+forget fell in too: some of it is from before), and
+:func:`forgotten_entry` tells that an entry whose ``since`` is before the
+mark is not the tenant's previous entry any more (one a racing leader put
+back, or the durable copy in account sysmeta): :func:`decide` gets None
+for it.  The mark is the forgetter's clock, the buckets and ``since`` the
+proxies': a leader whose clock is behind the forgetter's by some seconds
+decides the tenant afresh for those seconds more.  A pin outlives a
+forget (``swift-mass unpin`` removes it), and so does an opt-out (the
+account's mark, counted again at its next request, or
+``opt_out_accounts``).
+
 An entry is a :class:`~swift_mass.control.entry.PolicyEntry`, which
 says how it goes to the shared store and to account sysmeta.  An entry
 in the table is never changed: a decision is a new one.
@@ -150,6 +166,37 @@ def _wanted_ops(cls, ops):
     if cls == classify.WRITE:
         return ('PUT',)
     return tuple(ops)
+
+
+def counts_since_forget(counts, forgotten):
+    """``counts`` (``{tenant: {bucket: fields}}``, as
+    :meth:`~swift_mass.control.stores.base.Store.read_counts` gives them)
+    without each forgotten tenant's buckets that started before its
+    forget mark (``forgotten``: ``{tenant: forgotten at}``), and without
+    a tenant left with none; ``counts`` itself when nothing is left
+    out."""
+    if not forgotten:
+        return counts
+    kept = None
+    for tenant, at in forgotten.items():
+        buckets = counts.get(tenant)
+        if not buckets or min(buckets) >= at:
+            continue
+        if kept is None:
+            kept = dict(counts)
+        after = {bucket: fields for bucket, fields in buckets.items()
+                 if bucket >= at}
+        if after:
+            kept[tenant] = after
+        else:
+            del kept[tenant]
+    return counts if kept is None else kept
+
+
+def forgotten_entry(entry, at):
+    """Whether ``entry`` is from before the tenant's forget mark ``at``
+    (None: it has none), so not its previous entry any more."""
+    return entry is not None and at is not None and entry.since < at
 
 
 def latency_totals(all_figures):

@@ -35,6 +35,11 @@ class Decisions(object):
         :meth:`PolicyEntry.to_dict
         <swift_mass.control.entry.PolicyEntry.to_dict>` stores it), or
         None.
+    :param forgotten: the forget marks ``{tenant: forgotten at}``
+        (``swift-mass forget``): an entry from before a tenant's mark is
+        not its previous entry (:func:`controller.forgotten_entry`), and
+        ``figures`` are already of its counts after it only
+        (:func:`controller.counts_since_forget`).
 
     :meth:`make` fills in ``updates``, ``{tenant: new entry or None}``, the
     entries to write, and ``changed``, those of them that are decisions
@@ -42,7 +47,7 @@ class Decisions(object):
     """
 
     def __init__(self, table, figures, pins, pins_known, now, settings,
-                 opt_out, durable, logger):
+                 opt_out, durable, logger, forgotten=None):
         self.table = table
         self.figures = figures
         self.pins = pins
@@ -52,6 +57,7 @@ class Decisions(object):
         self.opt_out = opt_out
         self.durable = durable
         self.logger = logger
+        self.forgotten = forgotten or {}
         #: {tenant: new entry or None}, to write
         self.updates = {}
         #: of those, the decisions (not recalled as they were)
@@ -71,6 +77,9 @@ class Decisions(object):
         tenants.update(tenant for tenant in self.opt_out
                        if tenant in table and
                        not controller.is_opted_out(table[tenant]))
+        # an entry from before its tenant was forgotten goes, idle or not
+        tenants.update(tenant for tenant, at in self.forgotten.items()
+                       if controller.forgotten_entry(table.get(tenant), at))
         return tenants
 
     def make(self):
@@ -83,11 +92,16 @@ class Decisions(object):
     def _decide_tenant(self, tenant):
         """The tenant's new entry, in ``updates`` (and ``changed``) if it
         is to be written; each reason for it logged."""
+        forgotten_at = self.forgotten.get(tenant)
         previous = self.table.get(tenant)
+        if controller.forgotten_entry(previous, forgotten_at):
+            previous = None  # decided afresh; its entry is replaced
         recalled = previous is None and self.durable is not None
         kept = False  # whether a durable copy of its entry was found
         if recalled:
             previous, kept = self._recall(tenant)
+            if controller.forgotten_entry(previous, forgotten_at):
+                previous = None  # its durable copy is replaced too
         own = self.figures.get(tenant, self._empty)
         why = self._opted_out(tenant, own)
         if why:

@@ -11,7 +11,42 @@
 # under the License.
 """What every shared store offers, and what the stores share: how a
 tenant's name goes into a key, an entry's JSON, a flush's items by bucket
-(an error's description is :func:`swift_mass.breaker.describe`)."""
+(an error's description is :func:`swift_mass.breaker.describe`).
+
+Forgetting a tenant (``swift-mass forget``, :meth:`Store.forget`) is two
+writes, the same on every store:
+
+* a *forget mark*, ``{tenant: forgotten at}`` (epoch seconds, the
+  forgetter's clock), kept in the store beside the pins
+  (:meth:`Store.mark_forgotten`, read by :meth:`Store.forgotten`) for
+  :data:`FORGET_KEPT` seconds after the last forget.  The leader reads the
+  marks at every tick with the counts, and
+  :mod:`swift_mass.control.controller` applies them: a counts bucket that
+  started before the tenant's mark is not the tenant's any more, and an
+  entry whose ``since`` is before it (in the table, or recalled from
+  account sysmeta) is not its previous entry: it is decided afresh;
+* the tenant's entry removed from the table by the leader's own versioned
+  write (:meth:`Store.update_table` from the state just read, the entry
+  None, tried again if another write came in between): the change log
+  names the tenant, so every worker drops its entry at its next refresh
+  as it drops any removed entry.
+
+The mark goes first: a leader that ticks between the two already sees it.
+A leader that decided from the old entry before the mark was written and
+writes after the removal (a race the table's compare-and-set detects but
+does not undo on Redis, whose update is several scripts) puts back an
+entry from before the mark: its next tick, with the mark, decides the
+tenant afresh and replaces it (an entry keeps its ``since`` for as long
+as the policy it says lasts, so one carried over from before the forget
+is told by it).  Left: a leader that read the marks before the forget,
+but whose tick's time is after it, and that changed the tenant's class
+in that tick writes an entry that counts as new.  On memcache a table
+write is a whole table and never refused, so a forget and a leader's
+write at the same moment can lose either's changes (as any two writers
+there).  Pins and opt-outs are not forgotten: a
+pin is removed by ``swift-mass unpin``, and an opt-out is the account's
+mark (or ``opt_out_accounts``), which the next request brings back.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +55,14 @@ import re
 import urllib.parse
 
 from swift_mass.control.entry import PolicyEntry
+
+#: how long a store keeps forget marks after the last forget (seconds): as
+#: long as an entry from before a forget may come back (a tenant's durable
+#: copy in account sysmeta is replaced at its first request after it)
+FORGET_KEPT = 30 * 86400
+#: tries of :meth:`Store.forget`'s table write when other writes keep
+#: coming in between
+FORGET_TRIES = 5
 
 
 # what urllib.parse.quote(name, safe='') leaves as it is
@@ -150,6 +193,42 @@ class Store(object):
     def get_pins(self) -> dict[str, dict]:
         raise NotImplementedError
 
+    def mark_forgotten(self, marks: dict[str, float], ttl: int) -> None:
+        """Add ``marks`` (``{tenant: forgotten at}``) to the forget marks;
+        they are kept ``ttl`` seconds (all of them: the newest sets how
+        long)."""
+        raise NotImplementedError
+
+    def forgotten(self) -> dict[str, float]:
+        """The forget marks, ``{tenant: forgotten at}``."""
+        raise NotImplementedError
+
+    def forget(self, tenants, at: float) -> list[str]:
+        """Forget ``tenants`` at time ``at`` (see the module docstring):
+        mark them, then remove their entries from the table through
+        :meth:`update_table`; the tenants that had an entry.  Raises
+        :class:`TableBusy` if other writes kept coming in between."""
+        tenants = list(dict.fromkeys(tenants))
+        self.mark_forgotten(dict.fromkeys(tenants, at), FORGET_KEPT)
+        removed = set()
+        for _try in range(FORGET_TRIES):
+            changes = self.table_changes(None)
+            table = {} if changes is None else changes[1]
+            present = [tenant for tenant in tenants if tenant in table]
+            if not present:  # (or no table at all)
+                break
+            for tenant in present:
+                del table[tenant]
+            removed.update(present)
+            if self.update_table(changes[0], table, present) is not None:
+                break
+        else:
+            raise TableBusy('the policy table kept changing: %d tries'
+                            % FORGET_TRIES)
+        return [tenant for tenant in tenants if tenant in removed]
+        raise TableBusy('the policy table kept changing: %d tries'
+                        % FORGET_TRIES)
+
     def health(self) -> dict:
         """``{'store': name, 'ok': bool, 'error': str or None, ...}``;
         never raises."""
@@ -163,6 +242,10 @@ class Store(object):
         """Whether :meth:`get_pins` answers the operator's pins: the store
         ``swift-mass pin`` keeps them in serves calls right now."""
         return True
+
+
+class TableBusy(Exception):
+    """Other writes to the policy table kept coming in between."""
 
 
 def by_bucket(items):

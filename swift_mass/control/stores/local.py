@@ -49,6 +49,8 @@ class LocalStore(Store):
         self._floor = 0  # the log names every change after this version
         self._lease = None  # (owner, expires)
         self._pins = {}  # {tenant: JSON}
+        self._forgotten = {}  # {tenant: forgotten at}
+        self._forgotten_expires = 0.0
 
     def _expire(self, now):
         for bucket, tenants in list(self._buckets.items()):
@@ -173,6 +175,20 @@ class LocalStore(Store):
 
     def get_pins(self):
         return {tenant: json.loads(pin) for tenant, pin in self._pins.items()}
+
+    def mark_forgotten(self, marks, ttl):
+        if not marks:
+            return
+        now = self.clock()
+        forgotten = self.forgotten()
+        forgotten.update((tenant, float(at)) for tenant, at in marks.items())
+        self._forgotten = forgotten
+        self._forgotten_expires = now + ttl
+
+    def forgotten(self):
+        if self._forgotten_expires <= self.clock():
+            self._forgotten = {}
+        return dict(self._forgotten)
 
     def health(self):
         return {'store': self.name, 'ok': True, 'error': None}

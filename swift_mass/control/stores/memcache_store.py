@@ -61,6 +61,9 @@ class MemcacheStore(Store):
       deciding twice in most intervals, not a lock;
     * pins are one JSON value, read-modify-write: concurrent pin changes
       can lose one;
+    * forget marks too (``forgotten``, kept ``ttl`` after the last
+      forget), and a forget's table write is a whole table, as every
+      update here;
     * anything can be evicted: memcache is a cache.
     """
     name = 'memcache'
@@ -212,6 +215,16 @@ class MemcacheStore(Store):
 
     def get_pins(self):
         return self._get(self._key('pins')) or {}
+
+    def mark_forgotten(self, marks, ttl):
+        if not marks:
+            return
+        forgotten = self.forgotten()
+        forgotten.update((tenant, float(at)) for tenant, at in marks.items())
+        self._set(self._key('forgotten'), forgotten, self._seconds(ttl))
+
+    def forgotten(self):
+        return self._get(self._key('forgotten')) or {}
 
     def health(self):
         health = {'store': self.name, 'ok': True, 'error': None,

@@ -58,6 +58,9 @@ class RedisStore(Store):
     ``policy:entries:<token>``  a whole table on its way in (put_table)
     ``leader``                  the lease: owner, with a PX expiry
     ``pins``                    hash of tenant -> pin (JSON)
+    ``forgotten``               hash of tenant -> the time it was
+                                forgotten (its forget mark,
+                                :mod:`~swift_mass.control.stores.base`)
     ==========================  ===========================================
 
     (``table`` and ``table:version``, the whole-table document of earlier
@@ -275,6 +278,20 @@ class RedisStore(Store):
     def get_pins(self):
         return {tenant: json.loads(pin) for tenant, pin
                 in self.client.hgetall(self._key('pins')).items()}
+
+    def mark_forgotten(self, marks, ttl):
+        if not marks:
+            return
+        key = self._key('forgotten')
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hset(key, mapping={tenant: repr(float(at))
+                                for tenant, at in marks.items()})
+        pipe.expire(key, max(1, int(ttl)))
+        pipe.execute()
+
+    def forgotten(self):
+        return {tenant: float(at) for tenant, at
+                in self.client.hgetall(self._key('forgotten')).items()}
 
     def health(self):
         health = {'store': self.name, 'ok': True, 'error': None,

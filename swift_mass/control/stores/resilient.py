@@ -138,6 +138,12 @@ class ResilientStore(Store):
     def get_pins(self):
         return self._call('get_pins', (), {})
 
+    def mark_forgotten(self, marks, ttl):
+        return self._call('mark_forgotten', (marks, ttl), None)
+
+    def forgotten(self):
+        return self._call('forgotten', (), {})
+
     def health(self):
         """The health of the store in use; while the primary is out,
         ``ok`` is False and ``error`` says why (for each store passed over,

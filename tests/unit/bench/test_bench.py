@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -25,6 +26,8 @@ from mass_bench import bench, clients, driver, modes, plots, ratios, \
     report, results, summary, workloads
 from swift_mass.conf import ConfigError
 from swift_mass.control import classify
+from swift_mass.control.entry import PolicyEntry
+from swift_mass.control.stores.local import LocalStore
 from swift_mass.control.stores.redis_store import RedisStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -449,6 +452,70 @@ def test_a_variant_of_an_option_left_to_its_default_is_refused(tmp_path,
                        'a=mass:adaptive_slots=true']) == 2
     assert "allowed: default, placed, static, mass, a" in \
         capsys.readouterr().err
+
+
+class ForgetRecording(LocalStore):
+    """The store the bench pins and forgets through, its calls kept."""
+
+    def __init__(self):
+        LocalStore.__init__(self)
+        self.calls = []
+
+    def set_pin(self, tenant, pin):
+        self.calls.append(('set_pin', tenant))
+        LocalStore.set_pin(self, tenant, pin)
+
+    def delete_pin(self, tenant):
+        self.calls.append(('delete_pin', tenant))
+        LocalStore.delete_pin(self, tenant)
+
+    def forget(self, tenants, at):
+        self.calls.append(('forget', sorted(tenants)))
+        return LocalStore.forget(self, tenants, at)
+
+
+def test_every_mass_run_of_a_workload_change_starts_cold(tmp_path,
+                                                         monkeypatch):
+    saio = tmp_path / 'saio'
+    saio.write_text('#!/bin/sh\n')
+    saio.chmod(0o755)
+    tenants = [clients.Tenant.parse('photos:web:web=A'),
+               clients.Tenant.parse('backup:backup:backup=A')]
+    for tenant in tenants:
+        tenant.url = 'http://127.0.0.1:8080/v1/AUTH_%s' % tenant.label
+    monkeypatch.setattr(clients.Tenant, 'authenticate',
+                        lambda self, auth_url: None)
+    store = ForgetRecording()
+    store.put_table({'AUTH_photos': PolicyEntry('read', method='cache',
+                                                since=1),
+                     'AUTH_backup': PolicyEntry('write', method='batch',
+                                                since=1),
+                     'AUTH_other': PolicyEntry('mixed', since=1)})
+    said = []
+    runner = driver.Bench(tenants, 'http://p/auth/v1.0', saio=str(saio),
+                          settle=0, progress=said.append)
+    runner.store = store
+    # the steady state's mass runs start from what the loop holds
+    runner.switch('mass')
+    assert store.calls == []
+    runner.cold_start = True  # --staged
+    before = time.time()
+    for mode in ('static', 'mass', 'mass', 'default'):
+        runner.switch(mode)
+    accounts = ['AUTH_backup', 'AUTH_photos']
+    # the pins static set go first, then the tenants are forgotten:
+    # before each mass run
+    assert store.calls[:2] == [('set_pin', 'AUTH_photos'),
+                               ('set_pin', 'AUTH_backup')]
+    assert sorted(store.calls[2:4]) == [('delete_pin', account)
+                                        for account in accounts]
+    assert store.calls[4:] == [('forget', accounts), ('forget', accounts)]
+    assert store.get_pins() == {}
+    # only the run's tenants: their entries gone, their marks set
+    assert list(store.get_table()[1]) == ['AUTH_other']
+    assert sorted(store.forgotten()) == accounts
+    assert before <= min(store.forgotten().values()) <= time.time()
+    assert said.count('mass: forgot AUTH_backup, AUTH_photos') == 2
 
 
 def test_starting_objects_go_through_the_seed_proxy():

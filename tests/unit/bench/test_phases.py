@@ -134,6 +134,10 @@ def test_a_staged_comparison_is_the_abba_comparison_of_phased_runs(
         'cycle 1 default', 'cycle 1 default (A/A control)', 'cycle 1 mass',
         'cycle 2 mass', 'cycle 2 default', 'cycle 2 default (A/A control)']
     assert all(stages == b.phases for _, stages in ran)
+    # mass starts cold in each run; the workers are asked as the SAIO's
+    # reseller admin
+    assert b.cold_start
+    assert (b.reseller.user, b.reseller.key) == ('admin:admin', 'admin')
     assert [name for name, _ in b.phases] == ['1 as first seen',
                                               '2 changed']
     # overall, over both phases

@@ -402,3 +402,52 @@ def test_status_writes_its_gauges_for_node_exporter(
     assert values == gauges
     # replaced at once: nothing but the file is left in the directory
     assert [p.name for p in tmp_path.iterdir()] == ['mass.prom']
+
+
+def test_forget_removes_the_entries_and_marks_the_tenants(store, capsys):
+    entry = PolicyEntry('read', method='cache', since=1)
+    store.put_table({'AUTH_a': entry, 'AUTH_b': entry, 'AUTH_c': entry})
+    store.set_pin('AUTH_b', {'class': 'write'})
+    before = time.time()
+    status, out, _ = run(capsys, '--json', 'forget', 'AUTH_a', 'AUTH_b',
+                         'AUTH_z')
+    assert status == 0
+    result = json.loads(out)
+    assert result['tenants'] == ['AUTH_a', 'AUTH_b', 'AUTH_z']
+    assert result['entries_removed'] == ['AUTH_a', 'AUTH_b']
+    # forget keeps the pin: unpin removes it
+    assert result['still_pinned'] == ['AUTH_b']
+    assert store.get_pins() == {'AUTH_b': {'class': 'write'}}
+    assert before <= result['forgotten_at'] <= time.time()
+    assert store.get_table()[1] == {'AUTH_c': entry.to_dict()}
+    assert store.forgotten() == {'AUTH_a': result['forgotten_at'],
+                                 'AUTH_b': result['forgotten_at'],
+                                 'AUTH_z': result['forgotten_at']}
+    status, out, _ = run(capsys, 'forget', 'AUTH_c')
+    assert status == 0
+    assert out.splitlines()[0] == \
+        'tenants:                   ["AUTH_c"]'
+    assert 'entries_removed:           ["AUTH_c"]' in out.splitlines()
+    assert store.get_table()[1] == {}
+
+
+def test_forget_needs_a_tenant_and_says_what_it_does(store, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(['forget'])
+    assert 'TENANT' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(['forget', '--help'])
+    out = ' '.join(capsys.readouterr().out.split())
+    assert 'classify it afresh' in out
+    assert 'unpin removes it' in out
+
+
+def test_forget_a_non_ascii_tenant(store, capsys):
+    key = tenant_of(
+        Request.blank('/v1/AUTH_t%C3%ABst/c/o').environ['PATH_INFO'])
+    store.put_table({key: PolicyEntry('read', since=1)})
+    status, out, _ = run(capsys, '--json', 'forget', u'AUTH_t\u00ebst')
+    assert status == 0
+    assert json.loads(out)['entries_removed'] == [u'AUTH_t\u00ebst']
+    assert store.get_table()[1] == {}
+    assert list(store.forgotten()) == [key]

@@ -20,9 +20,9 @@ import pytest
 import swift_mass
 from swift_mass.cli import main as cli
 
-COMMANDS = ['status', 'tenants', 'explain', 'pin', 'unpin', 'migrate',
-            'urgent', 'opt-out', 'check-rings', 'queue', 'devices', 'weights',
-            'substores']
+COMMANDS = ['status', 'tenants', 'explain', 'pin', 'unpin', 'forget',
+            'migrate', 'urgent', 'opt-out', 'check-rings', 'queue', 'devices',
+            'weights', 'substores']
 
 
 def modules_imported(*argv):
@@ -60,7 +60,8 @@ def test_every_subcommand_is_registered_and_bench_is_not(capsys):
         assert cli.subcommand([command]) == command
         args = parser.parse_args(
             [command] + {'explain': ['T'], 'pin': ['T', '--class', 'read'],
-                         'unpin': ['T'], 'urgent': ['T'],
+                         'unpin': ['T'], 'forget': ['T', 'U'],
+                         'urgent': ['T'],
                          'opt-out': ['T'],
                          'migrate': ['plan', 'T'],
                          'devices': ['classes'],

@@ -679,3 +679,118 @@ def test_classification_settles_within_the_warm_up():
     assert [line for line in logger.lines if 'AUTH_t: cache' in line] == [
         'mass decision: AUTH_t: cache validated: 10.0 ms against 10.0 ms '
         'before']
+
+
+def test_a_forgotten_tenant_is_dropped_and_classified_afresh():
+    clock = Clock()
+    store = Recording(clock)
+    leader, _, logger = make(store, clock, owner='leader')
+    worker, _, _ = make(store, clock, owner='worker')
+    load(leader, 'AUTH_x', 100, 0)
+    load(leader, 'AUTH_y', 0, 100)
+    leader.tick()
+    worker.tick()
+    assert worker.policy('AUTH_x').cls == 'read'
+    store.of('table_changes')
+    clock.now += 5
+    assert store.forget(['AUTH_x'], clock.now) == ['AUTH_x']
+    # the forget read the table whole, and wrote the removal alone
+    assert store.of('table_changes') == [(['AUTH_x', 'AUTH_y'], True)]
+    worker.tick()
+    # dropped at the worker's next tick, as any removed entry: a delta
+    assert store.of('table_changes') == [(['AUTH_x'], False)]
+    assert worker.policy('AUTH_x') is None
+    assert worker.policy('AUTH_y').cls == 'write'
+    # the reads from before the forget are still in the window, but not
+    # the tenant's any more: no entry while it makes no request
+    leader.tick()
+    assert 'AUTH_x' not in leader.table
+    assert store.get_table()[1].keys() == {'AUTH_y'}
+    # afresh, from its requests after the forget only: writes, not the
+    # mixed load that its reads before would make of them
+    clock.now += 5
+    load(leader, 'AUTH_x', 0, 100)
+    leader.tick()
+    entry = leader.policy('AUTH_x')
+    assert (entry.cls, entry.method, entry.since) == (
+        'write', 'batch', clock.now)
+    assert any('AUTH_x: unknown -> write' in line for line in logger.lines)
+    clock.now += 5
+    worker.tick()
+    assert worker.policy('AUTH_x') == entry
+    # and it is not forgotten again at the next ticks
+    clock.now += 5
+    load(leader, 'AUTH_x', 0, 100)
+    leader.tick()
+    assert leader.policy('AUTH_x') is entry
+
+
+def test_an_entry_from_before_a_forget_put_back_goes_at_the_next_tick():
+    clock = Clock()
+    store = LocalStore(clock)
+    leader, _, _ = make(store, clock, owner='leader')
+    old = PolicyEntry('read', substore='fast', method='cache',
+                      since=clock.now - 300, validated=True)
+    assert controller.keeps_when_idle(old)  # idle: kept as it is
+    store.update_table(None, {'AUTH_x': old}, ['AUTH_x'])
+    leader.tick()
+    assert leader.policy('AUTH_x') == old
+    clock.now += 5
+    state = (leader.table_id, leader.table_version)
+    assert store.forget(['AUTH_x'], clock.now) == ['AUTH_x']
+    # a leader that decided before the forget writes after it
+    store.update_table(state, {'AUTH_x': old}, ['AUTH_x'])
+    assert 'AUTH_x' in store.get_table()[1]
+    clock.now += 5
+    leader.tick()
+    assert 'AUTH_x' not in leader.table
+    assert store.get_table()[1] == {}
+
+
+def test_a_forget_replaces_the_durable_copy_and_keeps_the_pin():
+    durable = Durable()
+    agent, clock, _ = make(durable=durable)
+    load(agent, 'AUTH_x', 100, 0)
+    agent.store.set_pin('AUTH_p', {'class': 'write'})
+    agent.tick()
+    read, pinned = agent.policy('AUTH_x'), agent.policy('AUTH_p')
+    assert durable.entries['AUTH_x'] == read.to_dict()
+    clock.now += 65  # the reads are out of the window
+    agent.tick()
+    assert agent.store.forget(['AUTH_x', 'AUTH_p'], clock.now) == [
+        'AUTH_x', 'AUTH_p']
+    # a new worker, which would recall the tenant's durable copy
+    fresh, _, _ = make(agent.store, clock, owner='proxy2:1',
+                       durable=durable)
+    agent.store.release_lease('proxy1:1')
+    clock.now += 5
+    load(fresh, 'AUTH_x', 100, 0)
+    durable.saved.clear()
+    fresh.tick()
+    assert fresh.is_leader
+    entry = fresh.policy('AUTH_x')
+    assert entry.cls == 'read' and entry.since == clock.now != read.since
+    assert durable.entries['AUTH_x'] == entry.to_dict()
+    # the pin outlives the forget: unpin removes it
+    assert fresh.policy('AUTH_p').pinned
+    assert fresh.policy('AUTH_p').since == clock.now != pinned.since
+    assert agent.store.get_pins() == {'AUTH_p': {'class': 'write'}}
+    assert sorted(durable.saved) == ['AUTH_p', 'AUTH_x']
+
+
+def test_a_forgotten_opted_out_tenant_stays_opted_out():
+    clock = Clock()
+    store = LocalStore(clock)
+    agent = agent_mod.Agent(store, SETTINGS, 'proxy1:1', Logger(),
+                            interval=5, bucket_seconds=5, clock=clock,
+                            ticker=clock, opt_out={'AUTH_o'})
+    load(agent, 'AUTH_o', 100, 0)
+    agent.tick()
+    assert agent.table['AUTH_o'].opted_out
+    clock.now += 5
+    store.forget(['AUTH_o'], clock.now)
+    clock.now += 5
+    load(agent, 'AUTH_o', 100, 0)
+    agent.tick()
+    assert agent.table['AUTH_o'].opted_out
+    assert agent.policy('AUTH_o') is None

@@ -568,3 +568,30 @@ def test_validation_does_not_slow_classification():
                                              SETTINGS)
         assert changed.cls == 'write', now
         assert reasons[0].startswith('t: read -> write')
+
+
+def test_counts_before_a_forget_are_not_the_tenants_any_more():
+    counts = {'AUTH_a': {100: {'ops.GET': 5}, 105: {'ops.GET': 6},
+                         110: {'ops.PUT': 7}},
+              'AUTH_b': {100: {'ops.GET': 1}},
+              'AUTH_c': {105: {'ops.PUT': 2}}}
+    assert controller.counts_since_forget(counts, {}) is counts
+    assert controller.counts_since_forget(counts, None) is counts
+    # marks of tenants without counts, or before all of them: as they are
+    assert controller.counts_since_forget(
+        counts, {'AUTH_z': 200.0, 'AUTH_c': 105.0}) is counts
+    kept = controller.counts_since_forget(
+        counts, {'AUTH_a': 103.0, 'AUTH_b': 101.0, 'AUTH_c': 99.0})
+    # the bucket the forget fell in goes too: some of it is from before
+    assert kept == {'AUTH_a': {105: {'ops.GET': 6}, 110: {'ops.PUT': 7}},
+                    'AUTH_c': {105: {'ops.PUT': 2}}}
+    assert 100 in counts['AUTH_a'] and 'AUTH_b' in counts  # not changed
+
+
+def test_an_entry_from_before_a_forget_is_not_the_previous_one():
+    entry = controller.decide('AUTH_a', None, figures(95, 5), 1000,
+                              SETTINGS)[0]
+    assert controller.forgotten_entry(entry, 1000.5)
+    assert not controller.forgotten_entry(entry, 1000.0)
+    assert not controller.forgotten_entry(entry, None)
+    assert not controller.forgotten_entry(None, 1000.5)

@@ -59,5 +59,5 @@ def memcache_prefixes(memcache):
     for prefix in prefixes:
         store = MemcacheStore(memcache, prefix)
         for name in ('table', 'table-version', 'pins', 'leader',
-                     'leader-token', 'buckets'):
+                     'leader-token', 'buckets', 'forgotten'):
             memcache.delete(store._key(name))

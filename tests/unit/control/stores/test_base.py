@@ -15,6 +15,7 @@ import time
 import pytest
 
 from swift_mass.control.entry import PolicyEntry
+from swift_mass.control.stores.base import TableBusy
 from swift_mass.control.stores.local import LocalStore
 from swift_mass.control.stores.memcache_store import MemcacheStore
 from swift_mass.control.stores.redis_store import RedisStore
@@ -252,3 +253,115 @@ def test_put_table_starts_a_lineage(harness):
     # versions of another lineage are never compared: a state from the
     # future (the store went back, or another store's) loads it whole
     assert worker.table_changes((state2[0], 7))[2] is True
+
+
+def test_forget_removes_entries_through_the_versioned_write(harness):
+    leader = harness.store()
+    worker = harness.store(like=leader)
+    operator = harness.store(like=leader)
+    table = {tenant: {'class': 'read', 'method': 'cache', 'since': 1}
+             for tenant in ODD_TENANTS}
+    state = leader.update_table(None, table, list(table))
+    assert worker.table_changes(None) == (state, table, True)
+    assert operator.forget(['AUTH_a:b', 'AUTH_\xc3\xa9', 'AUTH_none',
+                            'AUTH_a:b'], 1700000100.0) == [
+        'AUTH_a:b', 'AUTH_\xc3\xa9']
+    del table['AUTH_a:b'], table['AUTH_\xc3\xa9']
+    later, entries, whole = worker.table_changes(state)
+    assert later[1] == state[1] + 1
+    if harness.kind == 'memcache':
+        assert (entries, whole) == (table, True)
+    else:
+        # a delta, as any removed entry: every worker drops them
+        assert (entries, whole) == (
+            {'AUTH_a:b': None, 'AUTH_\xc3\xa9': None}, False)
+    assert worker.get_table()[1] == table
+    # the marks, beside the table, for the leader
+    assert worker.forgotten() == {'AUTH_a:b': 1700000100.0,
+                                  'AUTH_\xc3\xa9': 1700000100.0,
+                                  'AUTH_none': 1700000100.0}
+    # the leader's next write, from the state it read, takes
+    table['AUTH_new'] = {'class': 'write'}
+    assert leader.update_table(later, table, ['AUTH_new']) == (
+        later[0], later[1] + 1)
+    # forgotten again later: its mark moves on; nothing to remove
+    assert operator.forget(['AUTH_a:b'], 1700000200.5) == []
+    assert worker.forgotten()['AUTH_a:b'] == 1700000200.5
+    assert worker.forgotten()['AUTH_none'] == 1700000100.0
+    assert worker.table_version() == later[1] + 1
+
+
+def test_forget_with_no_table_marks_the_tenants(harness):
+    store = harness.store()
+    assert store.forgotten() == {}
+    assert store.forget(['AUTH_x'], 1700000000.0) == []
+    assert store.table_changes(None) is None  # no table made for it
+    assert store.forgotten() == {'AUTH_x': 1700000000.0}
+
+
+def test_forget_marks_expire_after_the_last_forget(harness):
+    store = harness.store()
+    store.mark_forgotten({'AUTH_x': 1.0}, 1)
+    store.mark_forgotten({}, 1)  # nothing
+    assert store.forgotten() == {'AUTH_x': 1.0}
+    assert harness.eventually(lambda: store.forgotten() == {}, 1)
+
+
+def test_forget_tries_again_when_another_write_comes_in_between(harness):
+    leader = harness.store()
+    operator = harness.store(like=leader)
+    table = {'AUTH_a': {'class': 'read'}, 'AUTH_b': {'class': 'write'}}
+    state = [leader.update_table(None, table, list(table))]
+    real = operator.update_table
+    calls = []
+
+    def update_table(since, wanted, changed):
+        calls.append(sorted(changed))
+        if len(calls) == 1:
+            # the leader writes between the operator's read and write
+            table['AUTH_c'] = {'class': 'mixed'}
+            state.append(real(state[-1], table, ['AUTH_c']))
+        return real(since, wanted, changed)
+    operator.update_table = update_table
+    assert operator.forget(['AUTH_a'], 1700000000.0) == ['AUTH_a']
+    del table['AUTH_a']
+    assert calls == [['AUTH_a']]
+    if harness.kind == 'memcache':
+        # its updates are whole tables, never refused: the forget's, from
+        # its read, took the other write's entry away (memcache keeps no
+        # concurrent writes apart, forget's or the leader's)
+        assert leader.get_table()[1] == {'AUTH_b': {'class': 'write'}}
+    else:
+        # written but refused (the store does not hold exactly the
+        # forget's table): read again, nothing is left to remove, and the
+        # other write's entry stays
+        assert leader.get_table()[1] == table
+
+
+def test_forget_removes_an_entry_another_write_put_back(harness):
+    store = harness.store()
+    store.update_table(None, {'AUTH_a': {}}, ['AUTH_a'])
+    real = store.update_table
+    calls = []
+
+    def update_table(since, wanted, changed):
+        calls.append(sorted(changed))
+        result = real(since, wanted, changed)
+        if len(calls) == 1:
+            # another writer, from a state before the forget, writes the
+            # entry again after it
+            real(since, {'AUTH_a': {'class': 'read'}}, ['AUTH_a'])
+            return None
+        return result
+    store.update_table = update_table
+    assert store.forget(['AUTH_a'], 1700000000.0) == ['AUTH_a']
+    assert calls == [['AUTH_a'], ['AUTH_a']]
+    assert store.get_table()[1] == {}
+
+
+def test_forget_gives_up_on_a_table_that_keeps_changing(harness):
+    store = harness.store()
+    store.update_table(None, {'AUTH_a': {}}, ['AUTH_a'])
+    store.update_table = lambda since, table, changed: None
+    with pytest.raises(TableBusy):
+        store.forget(['AUTH_a'], 1700000000.0)

@@ -19,6 +19,7 @@ import redis
 from redis.crc import key_slot
 
 from swift_mass.control.stores import store_from_conf
+from swift_mass.control.stores.base import FORGET_KEPT
 from swift_mass.control.stores.local import LocalStore
 from swift_mass.control.stores.redis_store import RedisStore
 from swift_mass.control.stores.resilient import ResilientStore
@@ -321,9 +322,10 @@ def test_every_key_the_store_writes_under_the_cluster_tag_is_in_its_slot(
     store.put_table({'AUTH_b': {'method': 'batch'}})
     assert store.table_changes(state)[2] is True
     store.set_pin('AUTH_c', {'method': 'none'})
+    assert store.forget(['AUTH_b'], 1700000000.0) == ['AUTH_b']
     assert store.acquire_lease('proxy-1', 5000)
     keys = list(redis_db15.scan_iter())
-    assert len(keys) >= len(ODD_TENANTS) + 6
+    assert len(keys) >= len(ODD_TENANTS) + 7
     assert {key_slot(key) for key in keys} == {key_slot(b'{mass}')}
 
 
@@ -359,3 +361,24 @@ def test_every_lua_file_is_a_script_of_the_store():
     assert sorted(path.name for path in lua.iterdir()) == sorted(
         name + '.lua' for name in RedisStore.SCRIPTS)
     assert len(RedisStore.script_shas()) == len(RedisStore.SCRIPTS)
+
+
+def test_redis_forget_marks_and_the_change_log(redis_db15, redis_prefixes):
+    prefix = redis_prefixes()
+    store = RedisStore(REDIS_URL, prefix=prefix)
+    state = store.update_table(None, {'AUTH_a:b': {'method': 'cache'},
+                                      'AUTH_c': {'method': 'batch'}},
+                               ['AUTH_a:b', 'AUTH_c'])
+    assert store.forget(['AUTH_a:b'], 1700000000.25) == ['AUTH_a:b']
+    # a hash of marks, kept FORGET_KEPT after the last forget
+    assert redis_db15.hgetall(prefix + 'forgotten') == {
+        b'AUTH_a:b': b'1700000000.25'}
+    assert FORGET_KEPT - 5 < redis_db15.ttl(prefix + 'forgotten') <= \
+        FORGET_KEPT
+    # the entry removed as the leader removes one: logged at the version
+    # the write took, which every worker's delta brings
+    assert redis_db15.hgetall(prefix + 'policy:entries') == {
+        b'AUTH_c': b'{"method": "batch"}'}
+    assert redis_db15.zscore(prefix + 'policy:changes', 'AUTH_a:b') == 2.0
+    assert store.table_changes(state) == (
+        (state[0], 2), {'AUTH_a:b': None}, False)

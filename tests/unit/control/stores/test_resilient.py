@@ -183,3 +183,25 @@ def test_a_failing_fallback_gives_empty_answers():
     assert len(logger.lines['warning']) == 1
     [error] = logger.lines['error']
     assert 'memcache' in error
+
+
+def test_forget_goes_to_the_store_in_use():
+    clock, logger = Clock(), Logger()
+    fallback = LocalStore(clock)
+    store = ResilientStore(RedisStore(DOWN_REDIS_URL), fallback, logger,
+                           clock=clock)
+    store.put_table({'AUTH_a': {'method': 'cache'}, 'AUTH_b': {}})
+    assert store.forget(['AUTH_a'], 1700000000.0) == ['AUTH_a']
+    assert fallback.get_table()[1] == {'AUTH_b': {}}
+    assert store.forgotten() == fallback.forgotten() == {
+        'AUTH_a': 1700000000.0}
+    assert len(logger.lines['warning']) == 1
+
+
+def test_forget_marks_of_a_failing_fallback_are_none():
+    logger = Logger()
+    down_memcache = MemcacheRing([DOWN_MEMCACHE_SERVER], logger=Logger())
+    store = ResilientStore(RedisStore(DOWN_REDIS_URL),
+                           MemcacheStore(down_memcache), logger)
+    assert store.forgotten() == {}
+    assert store.mark_forgotten({'AUTH_a': 1.0}, 60) is None
