@@ -144,13 +144,21 @@ def _connection(creds, retries, url=None, token=None):
         preauthurl=url, preauthtoken=token)
 
 
-def tenant_connector(creds, tenant, retries=5):
+def login(creds):
+    """``(storage_url, token)``: the operator's own, from the auth
+    service.  Raises swiftclient's ClientException when the credentials
+    are refused."""
+    return _connection(creds, retries=0).get_auth()
+
+
+def tenant_connector(creds, tenant, retries=5, auth=None):
     """``(url, connect)``: ``tenant``'s storage URL, and a function that
     makes swiftclient Connections on it with the operator's credentials
     (``creds``, from :func:`credentials`), all sharing one authentication
-    (each authenticates again on a 401).  Raises swiftclient's
-    ClientException when the credentials are refused."""
-    storage_url, token = _connection(creds, retries=0).get_auth()
+    (``auth``, from :func:`login`, else made here; each authenticates
+    again on a 401).  Raises swiftclient's ClientException when the
+    credentials are refused."""
+    storage_url, token = auth or login(creds)
     url = account_url(storage_url, tenant)
 
     def connect():

@@ -40,7 +40,7 @@ credentials), and the mark's header (by default the urgent mark's)::
 import collections
 
 from swift_mass import tags
-from swift_mass.cli import client, output
+from swift_mass.cli import client, output, projects
 
 #: a mark's subcommand: its name, the header, the key of --json's result
 #: and what --on does, for --help
@@ -101,23 +101,31 @@ def set_mark(conn, on, header=HEADER):
 
 
 def command(args, mark=URGENT):
-    """``swift-mass urgent|opt-out TENANT [--on | --off]``: the result for
-    --json.  ``args``: tenant, on (True, False or None to show) and the
-    credentials (:func:`swift_mass.cli.client.add_options`)."""
-    conn = client.tenant_connection(client.credentials(args), args.tenant)
+    """``swift-mass urgent|opt-out TENANT|--project NAME [--on | --off]``:
+    the result for --json.  ``args``: tenant or project (and
+    project_domain), on (True, False or None to show) and the credentials
+    (:func:`swift_mass.cli.client.add_options`).  The result names the
+    account (``tenant``) and, when known, its Keystone project
+    (:func:`swift_mass.cli.projects.resolve`)."""
+    found, _url, connect = projects.connector(args, retries=2)
+    conn = connect()
     if args.on is None:
         on = get_mark(conn, mark.header)
     else:
         on = set_mark(conn, args.on, mark.header)
-    return {'tenant': args.tenant, mark.key: on}
+    result = {'tenant': found['account'], mark.key: on}
+    if found.get('project'):
+        result['project'] = found['project']
+    return result
 
 
 def text(result):
     """The plain-text form of :func:`command`'s result."""
     key = URGENT.key if URGENT.key in result else OPT_OUT.key
-    return 'tenant: %s\n%s: %s' % (
-        result['tenant'], key.replace('_', '-'),
-        'true' if result[key] else 'false')
+    project = projects.describe(result)
+    return 'tenant: %s\n%s%s: %s' % (
+        result['tenant'], 'project: %s\n' % project if project else '',
+        key.replace('_', '-'), 'true' if result[key] else 'false')
 
 
 def add_parsers(subparsers):
@@ -138,15 +146,17 @@ def add_parsers(subparsers):
             mark.command, help=summary,
             description=what + ' with an account POST through the proxy, '
             'then checks the mark the proxy shows.  Needs a reseller '
-            'admin\'s credentials and the mass filter in the proxy\'s '
-            'pipeline.  Proxies pick a change up within their '
-            'urgent_recheck_seconds ([filter:mass], default 30).')
-        p.add_argument('tenant', help='the account, e.g. AUTH_test')
+            'admin\'s credentials (Keystone: the ResellerAdmin role; with '
+            '--project, also the right to list projects) and the mass '
+            'filter in the proxy\'s pipeline.  Proxies pick a change up '
+            'within their urgent_recheck_seconds ([filter:mass], default '
+            '30).')
+        projects.add_options(p)
         onoff = p.add_mutually_exclusive_group()
         onoff.add_argument('--on', action='store_const', const=True,
                            default=None, help=mark.on_help)
         onoff.add_argument('--off', action='store_const', const=False,
                            dest='on', help='clear the mark')
         client.add_options(p)
-        p.set_defaults(func=lambda args, mark=mark: output.emit(
-            args, lambda: command(args, mark), text))
+        p.set_defaults(func=lambda args, mark=mark, p=p: projects.check(
+            p, args) or output.emit(args, lambda: command(args, mark), text))

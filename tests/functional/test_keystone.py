@@ -22,7 +22,9 @@ tenant's overwrites are never read stale, through it or through the
 tempauth proxy (as the reseller admin); an S3 client's reads (s3token) are
 hits and its denials Swift's; and the operator commands act as
 a user with Keystone's ``ResellerAdmin`` role, with swift's ``OS_*``
-environment and no secret on the command line.
+environment and no secret on the command line; given a project's name
+(``--project``), by a user who may also list projects (the ``admin``
+role), and refused to one who may not.
 """
 import json
 import os
@@ -274,3 +276,47 @@ def test_operator_commands_as_a_keystone_reseller_admin(users):
     for i in range(5):
         resp = tenant.request('GET', '/%s/o%d' % (container, i))
         assert (resp.status_code, resp.content) == (200, b'%d' % i)
+
+
+def keystone_env(users, name):
+    """swift's OS_* environment for a Keystone user, v1's emptied."""
+    found = users[name]
+    env = {'OS_AUTH_URL': KEYSTONE, 'OS_USERNAME': name,
+           'OS_PASSWORD': found['password'],
+           'OS_PROJECT_NAME': found['project'],
+           'OS_USER_DOMAIN_NAME': 'Default',
+           'OS_PROJECT_DOMAIN_NAME': 'Default',
+           'OS_IDENTITY_API_VERSION': '3'}
+    env.update(ST_AUTH='', ST_USER='', ST_KEY='')
+    return env
+
+
+def test_urgent_by_project_name_as_a_keystone_operator(users):
+    """``--project mass-ks-1``: its account looked up in Keystone with the
+    operator's credentials (listing projects takes the admin role in
+    Keystone's default policy: ``operator-admin`` has it beside
+    ResellerAdmin, ``operator`` only ResellerAdmin), the mark set and
+    cleared, and the output naming the account and the project."""
+    tenant = users['mass-ks-1']
+    project = {'id': tenant['project_id'], 'name': 'mass-ks-1',
+               'domain_id': 'default'}
+    env = keystone_env(users, 'operator-admin')
+    for on in ('--on', '--off'):
+        done = swift_mass('urgent', '--project', 'mass-ks-1', on, env=env)
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        assert result == {'tenant': tenant['account'], 'project': project,
+                          'urgent': on == '--on'}, result
+        # the account given: the same mark, and its project named back
+        shown = swift_mass('urgent', tenant['account'], env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout) == result
+    # ResellerAdmin alone acts on the account but may not list projects:
+    # refused, naming the policy, the mark left as it was
+    refused = swift_mass('urgent', '--project', 'mass-ks-1', '--on',
+                         env=keystone_env(users, 'operator'))
+    assert refused.returncode == 1
+    assert 'identity:list_projects' in refused.stderr, refused.stderr
+    shown = swift_mass('urgent', tenant['account'],
+                       env=keystone_env(users, 'operator'))
+    assert json.loads(shown.stdout)['urgent'] is False

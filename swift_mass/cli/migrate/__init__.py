@@ -76,7 +76,7 @@ command: :func:`command` and its parsers.
 """
 import sys
 
-from swift_mass.cli import client, output
+from swift_mass.cli import client, output, projects
 # callers and tests take these names from here, where they were before
 # migrate was split into the modules below
 from swift_mass.cli.migrate.decisions import (  # noqa
@@ -91,8 +91,17 @@ from swift_mass.cli.migrate.migrator import Migrator
 
 def command(args, table, progress):
     """``swift-mass migrate plan|run|abort``: the result for --json."""
-    url, connect = client.tenant_connector(client.credentials(args),
-                                           args.tenant)
+    found, url, connect = projects.connector(args)
+    tenant = found['account']
+    if found.get('project') and getattr(args, 'project', None):
+        # every positional is a container: one named as an account is
+        # more likely a TENANT given with --project
+        prefix = tenant[:-len(found['project']['id'])]
+        for name in args.containers:
+            if prefix and name.startswith(prefix):
+                raise MigrationError(
+                    'with --project, %s would be a container of %s; give '
+                    'either TENANT or --project' % (name, tenant))
     conn = connect()
     info = conn.get_capabilities()
     if args.action != 'plan' and 'mass_migrate' not in info:
@@ -100,7 +109,7 @@ def command(args, table, progress):
             'the proxy at %s does not run a mass filter that refuses '
             'writes to containers being moved (no mass_migrate in /info); '
             'moving now could lose writes' % url)
-    target, why = resolve_target(args.tenant, table, args.policy,
+    target, why = resolve_target(tenant, table, args.policy,
                                  info.get('swift', {}).get('policies', []))
     containers = args.containers
     if not containers:
@@ -113,8 +122,10 @@ def command(args, table, progress):
         # a move under way whose container is gone for the moment
         containers += sorted(
             set(migrator.account.journals()) - set(containers))
-    result = {'tenant': args.tenant, 'target': target, 'why': why,
+    result = {'tenant': tenant, 'target': target, 'why': why,
               'containers': []}
+    if found.get('project'):
+        result['project'] = found['project']
     if args.action == 'abort' and not args.containers:
         # only the moves under way
         containers = migrator.account.journals()
@@ -131,8 +142,10 @@ def command(args, table, progress):
 
 def text(result):
     """The plain-text form of :func:`command`'s result."""
-    lines = ['tenant %s -> %s (%s)' % (result['tenant'], result['target'],
-                                       result['why'])]
+    project = projects.describe(result)
+    lines = ['tenant %s%s -> %s (%s)' % (
+        result['tenant'], ' (project %s)' % project if project else '',
+        result['target'], result['why'])]
     rows = result['containers']
     if rows and 'move' in rows[0]:
         lines.append('%-32s %-10s %-10s %9s %14s  %s' % (
@@ -157,9 +170,15 @@ def progress(message):
     print('swift-mass migrate: %s' % message, file=sys.stderr, flush=True)
 
 
-def run(args):
+def run(args, parser=None):
     """``swift-mass migrate``: the target from --policy, else from the
-    tenant's entry in the policy table of the shared store (--conf)."""
+    tenant's entry in the policy table of the shared store (--conf).  With
+    --project, every positional is a container."""
+    if getattr(args, 'project', None) and args.tenant:
+        args.containers = [args.tenant] + args.containers
+        args.tenant = None
+    if parser is not None:
+        projects.check(parser, args)
     if args.policy:
         return output.emit(args, lambda: command(args, {}, progress), text)
     from swift_mass.cli import control
@@ -178,7 +197,8 @@ def add_parsers(subparsers):
                       '(before emptying: as they were; after: restored)'}
     for action in ('plan', 'run', 'abort'):
         p = actions.add_parser(action, help=helps[action])
-        p.add_argument('tenant', help='the account, e.g. AUTH_test')
+        projects.add_options(p, 'the account, e.g. AUTH_test (with '
+                             '--project, every positional is a container)')
         p.add_argument('containers', nargs='*', metavar='container',
                        help='default: all of the tenant\'s containers')
         p.add_argument('--policy', help='target storage policy (default: '
@@ -192,4 +212,4 @@ def add_parsers(subparsers):
                        'container info (default 60)')
         p.add_argument('--lock-ttl', type=int, default=30,
                        help='seconds the lock of a killed run lasts')
-        p.set_defaults(func=run)
+        p.set_defaults(func=lambda args, p=p: run(args, p))

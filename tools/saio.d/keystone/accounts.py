@@ -21,7 +21,9 @@ doc/source/overview_auth.rst), idempotent::
   proxy's ``authtoken`` uses to validate tokens;
 * the ``ResellerAdmin`` role and ``operator`` (ResellerAdmin on
   ``service``): what ``swift-mass migrate``, ``urgent`` and ``opt-out``
-  act as;
+  act as; and ``operator-admin`` (ResellerAdmin and admin on
+  ``service``), who may also list projects (Keystone's default
+  ``identity:list_projects``), as ``--project NAME`` needs;
 * two tenants, projects ``mass-ks-1`` and ``mass-ks-2``, each with a user
   of the same name and the ``member`` role (keystoneauth's
   ``operator_roles``: it owns its account), and an EC2 credential, the
@@ -41,11 +43,14 @@ from keystoneauth1.identity import v3
 from keystoneclient.v3 import client
 
 DOMAIN = 'default'
+# name: (password, project, roles on it)
 USERS = {
-    'swift': ('swift-saio', 'service', 'admin'),
-    'operator': ('operator-saio', 'service', 'ResellerAdmin'),
-    'mass-ks-1': ('mass-ks-1-saio', 'mass-ks-1', 'member'),
-    'mass-ks-2': ('mass-ks-2-saio', 'mass-ks-2', 'member'),
+    'swift': ('swift-saio', 'service', ('admin',)),
+    'operator': ('operator-saio', 'service', ('ResellerAdmin',)),
+    'operator-admin': ('operator-admin-saio', 'service',
+                       ('ResellerAdmin', 'admin')),
+    'mass-ks-1': ('mass-ks-1-saio', 'mass-ks-1', ('member',)),
+    'mass-ks-2': ('mass-ks-2-saio', 'mass-ks-2', ('member',)),
 }
 
 
@@ -75,7 +80,7 @@ def main(argv):
     for name in ('admin', 'member', 'ResellerAdmin'):
         roles[name] = one(ks.roles.list(name=name)) or ks.roles.create(name)
     found = {}
-    for name, (password, project_name, role) in sorted(USERS.items()):
+    for name, (password, project_name, granted) in sorted(USERS.items()):
         project = one(ks.projects.list(name=project_name)) or \
             ks.projects.create(project_name, DOMAIN)
         user = one(ks.users.list(name=name))
@@ -84,11 +89,13 @@ def main(argv):
                                    default_project=project)
         else:
             ks.users.update(user, password=password)
-        ks.roles.grant(roles[role], user=user, project=project)
+        for role in granted:
+            ks.roles.grant(roles[role], user=user, project=project)
         found[name] = {'password': password, 'project': project_name,
-                       'project_id': project.id, 'role': role,
+                       'project_id': project.id, 'role': granted[0],
+                       'roles': list(granted),
                        'account': 'AUTH_' + project.id}
-        if role == 'member':
+        if 'member' in granted:
             ec2 = [c for c in ks.ec2.list(user.id)
                    if c.tenant_id == project.id]
             ec2 = ec2[0] if ec2 else ks.ec2.create(user.id, project.id)
