@@ -1409,6 +1409,20 @@ def moved_after_the_first_read(swift, move):
     swift.GET = swift.HEAD = get_then_move
 
 
+def behind_a_lagging_replica(prefix, policies):
+    """A cache tenant's object, its fence sealed, written again while a
+    replica missed it: the next plain read reaches that replica."""
+    mass, swift, _ = make(prefix)
+    swift.policies = policies
+    put(mass, b'old')
+    cached(mass, swift)
+    old = swift.objects[PATH]
+    put(mass, b'new')
+    swift.lagging[PATH] = old
+    swift.lagging_reads[PATH] = 1
+    return mass, swift
+
+
 def test_a_miss_read_again_during_a_move_reads_the_staged_copy(prefix):
     """A plain read reached a replica that missed the last write; before
     the miss read the newest replica, ``swift-mass migrate`` had copied the
@@ -1417,15 +1431,8 @@ def test_a_miss_read_again_during_a_move_reads_the_staged_copy(prefix):
     container's policy: the first read's proxy had written the container's
     policy index into the environ, and the staged read carried it (soak,
     2026-12-05: a 404 for an object that existed)."""
-    mass, swift, _ = make(prefix)
-    swift.policies = {'/v1/AUTH_t/c': 0,
-                      '/v1/AUTH_t/' + tags.staging_name('c'): 2}
-    put(mass, b'old')
-    cached(mass, swift)  # the fence is sealed
-    old = swift.objects[PATH]
-    put(mass, b'new')
-    swift.lagging[PATH] = old
-    swift.lagging_reads[PATH] = 1  # the next plain read reaches it
+    mass, swift = behind_a_lagging_replica(prefix, {
+        '/v1/AUTH_t/c': 0, '/v1/AUTH_t/' + tags.staging_name('c'): 2})
 
     def copy_and_delete():
         swift.objects[STAGED] = dict(swift.objects.pop(PATH), policy=2)
@@ -1449,14 +1456,7 @@ def test_a_miss_read_again_after_a_move_reads_the_containers_new_policy(
     container is in its new policy, with the object restored there.  The
     read sent again reaches that policy, not the one the first read
     found."""
-    mass, swift, _ = make(prefix)
-    swift.policies = {'/v1/AUTH_t/c': 0}
-    put(mass, b'old')
-    cached(mass, swift)  # the fence is sealed
-    old = swift.objects[PATH]
-    put(mass, b'new')
-    swift.lagging[PATH] = old
-    swift.lagging_reads[PATH] = 1  # the next plain read reaches it
+    mass, swift = behind_a_lagging_replica(prefix, {'/v1/AUTH_t/c': 0})
 
     def moved():
         swift.policies['/v1/AUTH_t/c'] = 2
