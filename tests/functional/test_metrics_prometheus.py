@@ -36,7 +36,7 @@ import requests
 import yaml
 
 from tests.functional.conftest import ROOT, SAIO, STATSD
-from tests.functional.test_cache import PROXY, admin, client  # noqa: F401
+from tests.functional.test_cache import PROXIES, admin, client  # noqa: F401
 from tests.functional.waiting import until
 
 PROMETHEUS = 'http://' + os.environ.get('SAIO_METRICS_PROMETHEUS_WEB',
@@ -142,15 +142,23 @@ def prometheus(cluster):
 
 
 def cache_traffic(client, names):  # noqa: F811
-    """A write and reads through the proxy with Mass: a new object
-    (a miss, stored) read again until a hit, and every earlier one (hits)."""
-    name = 'm-%s' % uuid.uuid4().hex[:8]
-    assert client.request('PUT', PROXY, name, data=b'metrics').status_code \
-        == 201
-    names.append(name)
-    for name in names[-5:]:
+    """A write and reads through each proxy with Mass (``names``: {proxy:
+    the objects written through it}; each is read through the proxy that
+    wrote it, whose encryption it has): a new object (a miss, stored) read
+    again until a hit, and the earlier ones (hits)."""
+    for proxy in PROXIES:
+        written = names.setdefault(proxy, [])
+        name = 'm-%s' % uuid.uuid4().hex[:8]
+        assert client.request('PUT', proxy, name,
+                              data=b'metrics').status_code == 201
+        written.append(name)
+        reads(client, proxy, written[-5:])
+
+
+def reads(client, proxy, names):  # noqa: F811
+    for name in names:
         for _ in range(3):
-            resp = client.request('GET', PROXY, name)
+            resp = client.request('GET', proxy, name)
             assert resp.status_code == 200
             if resp.headers.get('X-Mass-Cache') == 'hit':
                 break
@@ -182,7 +190,7 @@ def test_dashboard_queries_and_alert_rules(prometheus, client):  # noqa: F811
 
     # Traffic until every panel that it feeds has data: a counter's first
     # sample is its start, so rate() needs it to move after two scrapes.
-    names = []
+    names = {}
 
     def shown():
         cache_traffic(client, names)
