@@ -173,3 +173,48 @@ def test_an_s3_tenant_runs_through_s3api(cluster, store, tmp_path):
         assert figures['operations'] > 0 and figures['errors'] == 0, mode
         assert figures['container_policy'] == 'fast', mode
     assert runs['mass']['costs']['redis_commands'] > 0
+
+
+def test_a_workload_change_runs_its_phases_and_reads_every_worker(
+        cluster, store, tmp_path):
+    """``--staged internal`` (docs/benchmarks/adaptation) on a tiny
+    workload: each mode's run is both phases on the same containers; the
+    mass run starts cold (its tenants forgotten) and reads, each second,
+    the policy every proxy worker applies (X-Mass-Policy as the SAIO's
+    reseller admin), from which each phase's reaction is made; Swift
+    alone (placed) has no worker to ask."""
+    before = store.get_pins()
+    stdout, result = run_bench(TENANTS, tmp_path, [
+        '--staged', 'internal', '--modes', 'placed,mass', '--base',
+        'placed', '--cycles', '1', '--seconds', str(SECONDS),
+        '--settle', '1'])
+    bad = [(path, n) for path, n in numbers(result) if not math.isfinite(n)]
+    assert bad == []
+    runs = {r['mode']: r for r in result['runs'] if not r['control']}
+    for run in result['runs']:
+        assert [p['phase'] for p in run['phases']] == [
+            '1 as first seen', '2 changed']
+        assert run['seconds'] == 2 * SECONDS
+        # phase 2 is the changed workload: the backup reads back
+        assert set(run['phases'][1]['tenants']['backup'][
+            'by_operation']) == {'GET'}
+        assert run['phases'][1]['tenants']['backup']['errors'] == 0
+    assert 'reaction' not in runs['placed']['phases'][0]
+    for phase in runs['mass']['phases']:
+        for label in ('photos', 'backup'):
+            found = phase['reaction'][label]
+            assert found is not None, (phase['phase'], label)
+            assert len(found['policy']) == 3
+        # every sample: the workers that answered, each with its policy
+        # and table version
+        workers = [w for _, sample in phase['workers']
+                   for w in sample['backup'].values()]
+        assert workers and all(len(w) == 4 for w in workers)
+    assert [p['phase'] for p in result['phases']] == [
+        '1 as first seen', '2 changed']
+    assert set(result['phases'][1]['reaction']) == {'mass'}
+    assert 'mass: forgot AUTH_backup, AUTH_photos' in stdout
+    assert 'reaction, mass backup' in stdout
+    assert set(store.forgotten()) >= {'AUTH_backup', 'AUTH_photos'}
+    assert is_png(os.path.join(str(tmp_path), 'timeline-mass.png'))
+    assert store.get_pins() == before
