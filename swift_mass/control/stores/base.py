@@ -226,8 +226,6 @@ class Store(object):
             raise TableBusy('the policy table kept changing: %d tries'
                             % FORGET_TRIES)
         return [tenant for tenant in tenants if tenant in removed]
-        raise TableBusy('the policy table kept changing: %d tries'
-                        % FORGET_TRIES)
 
     def health(self) -> dict:
         """``{'store': name, 'ok': bool, 'error': str or None, ...}``;
