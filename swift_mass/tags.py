@@ -60,17 +60,11 @@ BATCH_HEADER = 'X-Backend-Mass-Batch'
 BATCH_ENV = environ_key(BATCH_HEADER)
 BATCH = 'true'
 
-# WSGI environ keys for the same facts, for middlewares further right.
-# The tenant (the path's account, as a WSGI string) is in the proxy's
-# environ only.
-ENV_TENANT = 'mass.tenant'
+# The object server's WSGI environ: the priority and class ``mass_queue``
+# took from the tags, for what runs right of it.  (The proxy filter keeps
+# what it knows of a request in its MassRequest, not in the environ.)
 ENV_PRIORITY = 'mass.priority'
-ENV_POLICY = 'mass.policy'
 ENV_CLASS = 'mass.class'
-# True on a request of an account opted out of Mass (its account's mark
-# or the proxy's opt_out_accounts): whatever would act on it leaves it
-# alone.
-ENV_OPTED_OUT = 'mass.opted_out'
 
 # Operators' marks, sent by ``swift-mass`` on a PUT or POST of a container
 # or account and kept by ``mass`` in its sysmeta (swift_mass.proxy.marks).

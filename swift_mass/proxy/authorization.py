@@ -33,8 +33,6 @@ denial, as an auth system's would be.  Without an auth system (no
 """
 from swift.common.swob import Request
 
-AUTHORIZATION_ENV = 'mass.authorization'
-
 
 def authorized(env):
     """Whether Swift's proxy would serve the request, as it authorises an
@@ -60,14 +58,8 @@ class Authorization(object):
         self.authorized = False
         self.refusal = None
         self._hooks = []
-        env[AUTHORIZATION_ENV] = self
         if authorize is not None:
             env['swift.authorize'] = self
-
-    @staticmethod
-    def of(env):
-        """The request's Authorization, or None if Mass made none."""
-        return env.get(AUTHORIZATION_ENV)
 
     def after(self, hook):
         """Run ``hook()`` once the request is authorised (at once if it

@@ -10,197 +10,33 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """The proxy filter ``mass``: :class:`MassMiddleware`."""
-import functools
 import os
 import socket
-import time
 
 import eventlet
 
-from swift.common.http import is_success
 from swift.common.memcached import load_memcache
 from swift.common.registry import register_swift_info
-from swift.common.swob import Request, wsgi_quote
-from swift.common.utils import ClosingIterator, drain_and_close, get_logger
-from swift.common.wsgi import WSGIContext
-from swift.proxy.controllers.base import get_container_info
+from swift.common.utils import get_logger
 
 import swift_mass
 from swift_mass import metrics, tags
-from swift_mass.control import monitor
 from swift_mass.control.agent import Agent
 from swift_mass.control.stores import store_from_conf
 from swift_mass.control.substores import SubstoreCheck
-from swift_mass.proxy import marks, routing
-from swift_mass.proxy.authorization import Authorization
+from swift_mass.proxy import marks
 from swift_mass.proxy.container_replicas import ContainerReplicas
 from swift_mass.proxy.policy_in_force import PolicyInForce
 from swift_mass.proxy.conf import MassConf
 from swift_mass.proxy.methods import Methods
+from swift_mass.proxy.request import MassRequest
 from swift_mass.proxy.sysmeta import AccountSysmeta
-from swift_mass.proxy.tenant import object_of, tenant_of
+from swift_mass.proxy.tenant import tenant_of
 
 
 def worker_name():
     """Who holds the leader lease: this host and worker process."""
     return '%s:%d' % (socket.gethostname(), os.getpid())
-
-
-class CountedBody(ClosingIterator):
-    """A response body that reports its size and the request's end (body
-    iterated or closed, client gone or not) exactly once."""
-    __slots__ = ('sent', 'on_close')
-
-    def __init__(self, iterable, on_close):
-        super(CountedBody, self).__init__(iterable)
-        self.sent = 0
-        self.on_close = on_close
-
-    def _get_next_item(self):
-        chunk = next(self.wrapped_iter)
-        self.sent += len(chunk)
-        return chunk
-
-    def close(self):
-        if not self.closed:
-            super(CountedBody, self).close()
-            self.on_close(self.sent)
-
-
-class RoutedPut(WSGIContext):
-    """A container PUT of a tenant whose policy names a substore
-    (swift_mass.proxy.routing): once Swift has authorised it, sent with the
-    substore's storage policy if its container does not exist, and sent
-    again as the client sent it if the backend then answers 409."""
-
-    def __init__(self, wsgi_app, logger, substore):
-        super(RoutedPut, self).__init__(wsgi_app)
-        self.logger = logger
-        self.substore = substore
-        # what the lookup decided; policy None: sent as the client sent it
-        self.policy = None
-        self.reason = None
-
-    def handle_put(self, req, start_response):
-        env = req.environ
-        # quoted for logs: one line, whatever the account's name
-        tenant = wsgi_quote(env[tags.ENV_TENANT], safe='')
-        # The proxy rewrites some request headers in the environ as it
-        # handles a container PUT (ACLs, owner-only headers); a retry must
-        # start from the client's own.
-        sent = {k: v for k, v in env.items() if k.startswith('HTTP_')}
-        # The proxy asks swift.authorize before its handler reads the
-        # policy header: the lookup waits for a yes, and still comes in
-        # time.  A PUT Swift refuses costs no lookup.
-        Authorization.of(env).after(
-            functools.partial(self._route_if_new, req))
-        app_iter = self._app_call(env)
-        status = self._get_status_int()
-        path = wsgi_quote(env['PATH_INFO'])
-        if self.policy is None:
-            self.logger.debug('mass: %s of %s not routed: %s', path, tenant,
-                              self.reason or 'not authorised')
-        elif status != 409:
-            if is_success(status):
-                metrics.increment(self.logger, 'routed', 'routed',
-                                  {'substore': self.substore})
-            self.logger.info('mass: routed new container %s of %s to '
-                             'storage policy %s: %d',
-                             path, tenant, self.policy, status)
-        else:
-            drain_and_close(app_iter)  # a short error page
-            metrics.increment(self.logger, 'route_conflict',
-                              'route_conflicts', {'substore': self.substore})
-            self.logger.info('mass: %s of %s exists in another storage '
-                             'policy than %s; sent again without one',
-                             path, tenant, self.policy)
-            for key in [k for k in env if k.startswith('HTTP_')]:
-                del env[key]
-            env.update(sent)
-            return self.app(env, start_response)
-        start_response(self._response_status, self._response_headers,
-                       self._response_exc_info)
-        return app_iter
-
-    def _route_if_new(self, req):
-        """Once Swift authorised the PUT: the substore's policy for a
-        container that does not exist yet.  Refuses nothing."""
-        if req.environ.get(tags.ENV_OPTED_OUT):
-            # learnt as Swift authorised the PUT (MassMiddleware's hook
-            # runs first): served as without Mass
-            self.reason = 'opted out'
-            return None
-        # pre-authorised, and from the infocache or memcache when the
-        # proxy knows the container already
-        info = get_container_info(req.environ, self.app, swift_source='MASS')
-        self.policy, self.reason = routing.routed(
-            self.substore, routing.existence(info['status']))
-        if self.policy is not None:
-            req.headers[routing.POLICY_HEADER] = self.policy
-        return None
-
-
-class TenantRequest(WSGIContext):
-    """One request of a tenant, from the app Mass chose for it to the
-    client: the answer shows a reseller admin the marks of what was asked
-    for, and the request is counted in the tenant's window once it has
-    completed (its body sent or the client gone)."""
-
-    def __init__(self, app, agent):
-        super(TenantRequest, self).__init__(app)
-        self.agent = agent
-
-    def __call__(self, env, start_response, tenant, counting, is_object):
-        """``counting``: whether the control loop counts requests;
-        ``is_object``: whether the request addresses an object."""
-        op = None
-        if counting:
-            op = monitor.operation(env['REQUEST_METHOD'],
-                                   env.get('swift.source'))
-        showing = [mark for mark in marks.MARKS if mark.shows(env)]
-        try:
-            length = int(env['CONTENT_LENGTH'])
-        except (KeyError, ValueError):
-            length = None  # chunked, or a bad value Swift answers 400 to
-        started = time.time()
-
-        app_iter = self._app_call(env)
-        headers = self._response_headers
-        for mark in showing:
-            headers = mark.shown(headers)
-        start_response(self._response_status, headers,
-                       self._response_exc_info)
-        if op is None:
-            # not counting, or the effect of a request counted already
-            return app_iter
-
-        status = self._get_status_int()
-        authorization = Authorization.of(env)
-
-        def on_close(sent):
-            # a request Swift did not authorise leaves nothing behind
-            if not authorization.authorized or \
-                    not monitor.counted(op, status):
-                return
-            size = None
-            if is_object and op in ('PUT', 'COPY'):
-                size = length
-            elif is_object and op == 'GET' and status == 200:
-                size = sent
-            counts = monitor.request_counts(
-                op, status, length or 0, sent, time.time() - started, size)
-            if env.get(tags.ENV_OPTED_OUT):
-                # how the leader learns of the opt-out
-                counts[monitor.OPTED_OUT] = 1
-            self.agent.record(tenant, counts)
-
-        if isinstance(app_iter, (list, tuple)):
-            # A body already in memory is complete, and some middlewares
-            # (object_versioning's DELETE) drain a response and then serve
-            # the same one: a list can be iterated twice, a wrapper cannot.
-            on_close(sum(len(chunk) for chunk in app_iter))
-            return app_iter
-        return CountedBody(app_iter, on_close)
 
 
 class MassMiddleware(object):
@@ -213,17 +49,20 @@ class MassMiddleware(object):
     * removes any ``X-Backend-Mass-*`` or ``X-Mass-*`` header the request
       arrived with, so no client (and no middleware left of Mass) can
       choose its own tags or priority;
-    * tags the request with its tenant, priority and, once the control
-      loop has classified the tenant, its workload class: in the WSGI
-      environ (``mass.tenant``, ``mass.priority``, ``mass.policy``), and
-      the priority and class as ``X-Backend-Mass-Priority`` / ``-Class``
-      headers, which Swift's proxy forwards to every account, container
-      and object server the request reaches; ``mass_queue`` reads them on
-      the object servers.  No header carries the tenant (why:
-      docs/architecture.md, "Why no header names the tenant");
-      a tenant an operator marked urgent in its account sysmeta also gets
-      ``X-Backend-Mass-Urgent: true``, and a tenant whose policy's method
-      is batch ``X-Backend-Mass-Batch: true``;
+    * makes one :class:`~swift_mass.proxy.request.MassRequest`, which owns
+      the request from there: its tenant, its tenant's policy entry and
+      opt-out, its authorisation, its tags and its count;
+    * once Swift authorised the request, tags it with its priority and,
+      once the control loop has classified the tenant, its workload class,
+      as ``X-Backend-Mass-Priority`` / ``-Class`` headers, which Swift's
+      proxy forwards to every account, container and object server the
+      request reaches; ``mass_queue`` reads them on the object servers.
+      No header carries the tenant (why: docs/architecture.md, "Why no
+      header names the tenant"); a tenant an operator marked urgent in
+      its account sysmeta also gets ``X-Backend-Mass-Urgent: true``, and
+      a tenant whose policy's method is batch ``X-Backend-Mass-Batch:
+      true``.  A request Swift refuses, and every request of an opted-out
+      account, is tagged with nothing;
     * keeps the marks a reseller admin sets with ``X-Mass-Migrating`` (on a
       container ``swift-mass migrate`` moves: writes by others are refused
       meanwhile) and ``X-Mass-Urgent`` (on an urgent tenant's account), and
@@ -324,12 +163,15 @@ class MassMiddleware(object):
         self.logger = logger or get_logger(
             conf, log_route='mass', statsd_tail_prefix='mass')
         metrics.attach(self.logger, conf, metrics.PROXY_PREFIX)
-        self._priority_header = str(self.conf.default_priority)
+        #: the priority tag's value (MassRequest's backend tags)
+        self.priority_header = str(self.conf.default_priority)
         self.store = store or store_from_conf(
             self.conf, self.logger, memcache=load_memcache(conf, self.logger))
         self.sysmeta = AccountSysmeta(app, self.logger)
         # cache and merge, and the generation bumps every write needs
-        self.methods = Methods(app, self.conf, self.logger)
+        self.methods = Methods(app, self.conf, self.logger,
+                               policy_of=lambda tenant: self.agent.policy(
+                                   tenant))
         self.agent = Agent(
             self.store, self.conf.control, worker_name(), self.logger,
             interval=self.conf.interval,
@@ -347,7 +189,7 @@ class MassMiddleware(object):
         self.container_replicas = ContainerReplicas(app, self.logger)
         self.policy_in_force = PolicyInForce(app, self.agent)
         # observe mode without the control loop has no use for them
-        self._looks_up_marks = self.conf.active or self.conf.control_loop
+        self.looks_up_marks = self.conf.active or self.conf.control_loop
         if not self.conf.active:
             self.logger.info('mass: observe mode: counting and deciding, '
                              'changing no request')
@@ -377,81 +219,19 @@ class MassMiddleware(object):
             # no storage server works for it, Mass has nothing to do.
             return self.app(env, start_response)
 
-        if tenant in self.conf.opt_out_accounts:
-            env[tags.ENV_OPTED_OUT] = True
-        entry = self._tag(env, tenant)
+        if self.conf.control_loop:
+            self._ensure_loop(env)
+        request = MassRequest(self, env, tenant)
         for mark, sent in sent_marks.items():
             mark.take(env, sent)
-        authorization = Authorization(env)
-        authorization.after(functools.partial(self._authorized, env, tenant))
-        refusal = authorization.settle()
+        refusal = request.authorization.settle()
         if refusal is not None:
             return refusal(env, start_response)
         if ContainerReplicas.asked(env, replicas_asked):
             return self.container_replicas(env, start_response)
         if PolicyInForce.asked(env, policy_asked):
             return self.policy_in_force(env, start_response, tenant)
-        is_object = object_of(env['PATH_INFO'])
-        return TenantRequest(self._app_for(env, entry, is_object),
-                             self.agent)(env, start_response, tenant,
-                                         self.conf.control_loop, is_object)
-
-    def _authorized(self, env, tenant):
-        """What waits until Swift authorised the request
-        (swift_mass.proxy.authorization): its account's marks (opted out:
-        the request is left as Swift alone would serve it; urgent: its
-        tag), and refusing a write to a container being moved (the
-        refusal, or None), in every mode and for every account."""
-        if self._looks_up_marks and not env.get(tags.ENV_OPTED_OUT):
-            found = self.account_marks(env, tenant)
-            if marks.OPT_OUT in found:
-                untag(env)
-            elif marks.URGENT in found and self.conf.active:
-                env[tags.URGENT_ENV] = tags.URGENT
-        return self.moving_containers(env)
-
-    def _tag(self, env, tenant):
-        """Tag a tenant's request with its tenant (in the environ only: the
-        storage servers take it from their path), priority and, once the
-        control loop has classified the tenant, its class (its method tags
-        what it needs: methods.Methods.app_for; the urgent tag waits for
-        authorisation: _authorized); return the tenant's policy entry or
-        None.  In observe mode, and for an account opted out by
-        configuration, only the tenant."""
-        env[tags.ENV_TENANT] = tenant
-        if self.conf.control_loop:
-            self._ensure_loop(env)
-        if not self.conf.active or env.get(tags.ENV_OPTED_OUT):
-            return None
-        env[tags.ENV_PRIORITY] = self.conf.default_priority
-        env[tags.PRIORITY_ENV] = self._priority_header
-        if not self.conf.control_loop:
-            return None
-        entry = self.agent.policy(tenant)
-        if entry is not None:
-            env[tags.ENV_POLICY] = entry
-            env[tags.CLASS_ENV] = entry.cls
-        return entry
-
-    def _app_for(self, env, entry, is_object):
-        """The one app that answers a tenant's request: its policy's
-        method, the routing of a new container to its substore, or the app
-        right of Mass (for a read of an object, through marks.StagedRead:
-        a container being moved reads what it lacks from its staging
-        container)."""
-        if env.get(tags.ENV_OPTED_OUT):
-            # known before the app is chosen without an auth system
-            entry = None
-        app = self.app
-        if entry is not None and entry.substore and \
-                env['REQUEST_METHOD'] == 'PUT' and \
-                routing.container_of(env['PATH_INFO']):
-            app = self._route
-        elif is_object and marks.StagedRead.applies(env):
-            app = marks.StagedRead(self.app)
-        if entry is None:
-            return app
-        return self.methods.app_for(env, entry, app)
+        return request(start_response)
 
     def _ensure_loop(self, env):
         # One loop per worker process, started by its first request: the
@@ -481,33 +261,6 @@ class MassMiddleware(object):
             except Exception:
                 self.logger.exception('mass: control loop')
             eventlet.sleep(min(1.0, self.agent.interval))
-
-    def _route(self, env, start_response):
-        """A PUT of a tenant whose policy has a substore: a new container
-        gets the substore's storage policy (swift_mass.proxy.routing)."""
-        req = Request(env)
-        substore, reason = routing.substore_of(
-            req.method, env['PATH_INFO'], req.headers, env[tags.ENV_POLICY])
-        if substore is None:
-            self.logger.debug('mass: %s of %s not routed: %s',
-                              wsgi_quote(env['PATH_INFO']),
-                              wsgi_quote(env[tags.ENV_TENANT], safe=''),
-                              reason)
-            return self.app(env, start_response)
-        return RoutedPut(self.app, self.logger, substore).handle_put(
-            req, start_response)
-
-
-def untag(env):
-    """Leave a request of an opted-out account as Swift alone would serve
-    it: every Mass tag it got before Swift authorised it removed, and the
-    opt-out in the environ, for what would act on it later
-    (:data:`swift_mass.tags.ENV_OPTED_OUT`)."""
-    env[tags.ENV_OPTED_OUT] = True
-    for key in [k for k in env if k.startswith(tags.BACKEND_TAG_PREFIX)]:
-        del env[key]
-    for key in (tags.ENV_PRIORITY, tags.ENV_POLICY, tags.ENV_CLASS):
-        env.pop(key, None)
 
 
 def filter_factory(global_conf, **local_conf):

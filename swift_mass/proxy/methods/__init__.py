@@ -16,9 +16,10 @@ each.
 answers it: the app right of Mass (most requests), or the method of the
 tenant's policy when that method acts on the request
 (:meth:`base.Method.decide`; a ``merge`` tenant's small PUT is written
-through to the cache this way).  Before that, the
-method of the tenant's policy tags the request (:meth:`base.Method.tag`:
-``batch``'s tag).  Writes need nothing from the proxy: the object servers
+through to the cache this way).  Once Swift authorised the request, its
+:class:`~swift_mass.proxy.request.MassRequest` adds the backend tags the
+method asks for (:attr:`base.Method.backend_tags`: ``batch``'s tag).
+Writes need nothing from the proxy: the object servers
 give each object they write a new generation
 (:mod:`swift_mass.generations`).
 
@@ -34,24 +35,30 @@ from swift_mass.proxy.methods.merge import MergeMethod
 
 class Methods(object):
 
-    def __init__(self, app, mass_conf, logger):
-        self.cache = CacheMethod.from_conf(app, mass_conf, logger)
+    def __init__(self, app, mass_conf, logger, policy_of=None):
+        """``policy_of``: a tenant's policy entry as the policy table has
+        it now (the cache's counts are labeled with its class)."""
+        self.cache = CacheMethod.from_conf(app, mass_conf, logger,
+                                           policy_of=policy_of)
         self.merge = MergeMethod.from_conf(self.cache, mass_conf, logger)
         self.batch = BatchMethod()
         self.by_name = {method.name: method
                         for method in (self.cache, self.merge, self.batch)}
 
-    def app_for(self, env, entry, app):
-        """The WSGI app that answers the request; ``entry`` is the
-        tenant's policy entry (a
-        :class:`~swift_mass.control.entry.PolicyEntry`) or None, ``app``
-        the one Mass would call.
-        The method of the policy tags the request first."""
-        method = None
-        if entry is not None:
-            method = self.by_name.get(entry.method)
-        if method is not None:
-            method.tag(env)
-        if method is None or not method.decide(env):
+    def backend_tags(self, entry):
+        """The environ's backend headers that the method of ``entry`` (a
+        :class:`~swift_mass.control.entry.PolicyEntry`) asks for on every
+        request of its tenant (a method this proxy does not know asks for
+        none)."""
+        method = self.by_name.get(entry.method)
+        return {} if method is None else method.backend_tags
+
+    def app_for(self, request, app):
+        """The WSGI app that answers ``request`` (a
+        :class:`~swift_mass.proxy.request.MassRequest` whose policy entry
+        is not None): the method of its policy, or ``app``, the one Mass
+        would call otherwise."""
+        method = self.by_name.get(request.entry.method)
+        if method is None or not method.decide(request.env):
             return app
-        return functools.partial(method.wrap, app=app)
+        return functools.partial(method.wrap, app=app, request=request)

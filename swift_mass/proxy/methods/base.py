@@ -12,32 +12,25 @@
 """What every Mass method (cache, batch, merge) offers the proxy filter.
 
 Each request of a tenant whose policy names a method meets it in three
-steps, all in :meth:`swift_mass.proxy.methods.Methods.app_for`:
+ways:
 
-1. :meth:`Method.tag`: always, first, whatever the request: the method
-   marks the request for the servers further on (``batch`` asks
-   ``mass_queue`` for its batch slots this way); most methods tag nothing.
+1. :attr:`Method.backend_tags`: once Swift authorised it, whatever the
+   request, the headers the method adds for the servers further on
+   (``batch`` asks ``mass_queue`` for its batch slots this way); most
+   methods add none.
 2. :meth:`Method.decide`: whether the method acts on the request (cheap,
-   no I/O).
+   no I/O; :meth:`swift_mass.proxy.methods.Methods.app_for`).
 3. :meth:`Method.wrap`, if it does: the method answers the request,
    calling the app right of Mass when it needs the backend.
 
 A request the method does not act on goes to the app as it came (tags
 aside).  Nor does a method act on a request of an account opted out of
 Mass when the proxy filter learns of the opt-out only as Swift
-authorises the request (:func:`opted_out`): a method checks it where it
-checks the authorisation, before it reads or stores anything.
+authorises the request (the request's ``opted_out``): a method checks it
+where it checks the authorisation, before it reads or stores anything.
 """
 
 from swift.common.utils import split_path
-
-from swift_mass import tags
-
-
-def opted_out(env):
-    """Whether the request's account is opted out of Mass; known once
-    Swift authorised it (swift_mass.proxy.middleware)."""
-    return bool(env.get(tags.ENV_OPTED_OUT))
 
 
 def object_path(env):
@@ -54,18 +47,18 @@ def object_path(env):
 class Method(object):
     """One method of the policy table (an entry's ``method``)."""
     name = None
-
-    def tag(self, env):
-        """Mark a request of a tenant whose policy names this method;
-        called for every such request, before anything else here."""
+    #: environ keys of the backend headers added to every request of a
+    #: tenant whose policy names this method, once Swift authorised it
+    backend_tags = {}
 
     def decide(self, env):
         """Whether this method acts on the request; no I/O."""
         raise NotImplementedError
 
-    def wrap(self, env, start_response, app):
+    def wrap(self, env, start_response, app, request):
         """Answer the request, using ``app`` (the rest of the pipeline)
-        as needed; a WSGI app's return value."""
+        as needed; a WSGI app's return value.  ``request``: its
+        :class:`~swift_mass.proxy.request.MassRequest`."""
         raise NotImplementedError
 
 

@@ -27,8 +27,7 @@ from swift_mass.proxy.methods import base
 class BatchMethod(base.Method):
     name = 'batch'
 
-    def tag(self, env):
-        env[tags.BATCH_ENV] = tags.BATCH
+    backend_tags = {tags.BATCH_ENV: tags.BATCH}
 
     def decide(self, env):
         return False  # nothing to answer in the proxy

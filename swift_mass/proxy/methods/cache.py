@@ -100,6 +100,7 @@ from swift_mass.proxy.methods import misses
 from swift_mass.proxy.methods.misses import MissReads
 from swift_mass.proxy.methods.replicas import Replicas
 from swift_mass.proxy.methods.validity import CONDITIONS, ValidityCheck
+from swift_mass.proxy.tenant import tenant_of
 from swift_mass.ring_devices import ring_devices
 
 CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
@@ -239,8 +240,11 @@ class CacheMethod(base.Method):
 
     def __init__(self, app, settings, logger, bodies, generations,
                  clock=time.time, devices=None, local=None,
-                 spawn=eventlet.spawn_n, replicas=None):
+                 spawn=eventlet.spawn_n, replicas=None, policy_of=None):
         self.app = app  # the proxy app: its own checks, container info
+        #: a tenant's policy entry as the policy table has it now (None:
+        #: none), for the class label of the cache's counts
+        self.policy_of = policy_of or (lambda tenant: None)
         self.settings = settings
         self.logger = logger
         self.generations = generations
@@ -263,7 +267,7 @@ class CacheMethod(base.Method):
         self._uncacheable = cachetools.LRUCache(UNCACHEABLE_MEMO)
 
     @classmethod
-    def from_conf(cls, app, mass_conf, logger):
+    def from_conf(cls, app, mass_conf, logger, policy_of=None):
         """The cache ``[filter:mass]`` asks for (its ``cache_*`` options,
         parsed: ``mass_conf.cache``); generations and Redis bodies use the
         Redis of the shared store, when ``store`` is redis
@@ -305,13 +309,16 @@ class CacheMethod(base.Method):
         return cls(app, settings, logger, bodies, generations,
                    devices=lambda: ring_devices(mass_conf.swift_dir),
                    local=local,
-                   replicas=Replicas(app, mass_conf.swift_dir, logger))
+                   replicas=Replicas(app, mass_conf.swift_dir, logger),
+                   policy_of=policy_of)
 
     def _count(self, env, result):
-        """cache.<result>, labeled with the request's class."""
+        """cache.<result>, labeled with the class of the request's tenant
+        (the policy table's, as the count is made)."""
+        tenant = tenant_of(env.get('PATH_INFO', ''))
+        entry = None if tenant is None else self.policy_of(tenant)
         metrics.increment(self.logger, 'cache.' + result, 'cache',
-                          dict(metrics.policy_labels(
-                              env.get(tags.ENV_POLICY)), result=result))
+                          dict(metrics.policy_labels(entry), result=result))
 
     # -- what merge shares -------------------------------------------
 
@@ -360,15 +367,17 @@ class CacheMethod(base.Method):
         return base.object_path(env) is not None and \
             not refused_before_authorisation(self.app, env)
 
-    def wrap(self, env, start_response, app):
-        return self.read(env, start_response, app, self.fetch)
+    def wrap(self, env, start_response, app, request):
+        return self.read(env, start_response, app, self.fetch, request)
 
-    def read(self, env, start_response, app, miss):
+    def read(self, env, start_response, app, miss, request):
         """Answer a read this method acts on (:meth:`decide`): Swift's
-        answer if it would not authorise it, else a hit, else
+        answer if it would not authorise it (or its account is opted out:
+        ``request``, its :class:`~swift_mass.proxy.request.MassRequest`,
+        knows once it is authorised), else a hit, else
         ``miss(env, start_response, app, key, read)``, ``read`` being
         what :meth:`validity` answered before anything was looked up."""
-        if not self.authorized(env) or base.opted_out(env):
+        if not self.authorized(env) or request.opted_out:
             return app(env, start_response)
         key = object_key(*base.object_path(env))
         # Validity first, in one small round trip: no body moves before

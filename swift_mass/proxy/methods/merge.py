@@ -38,6 +38,8 @@
   closed: the client never waits for it.
 * Reads also use the cache, as the ``cache`` method does.
 """
+import functools
+
 import eventlet
 from eventlet.timeout import Timeout
 
@@ -164,12 +166,13 @@ class MergeMethod(base.Method):
                           name not in _SAME_ANSWER_HEADERS)
         return (key, env['REQUEST_METHOD'], tuple(relevant))
 
-    def wrap(self, env, start_response, app):
+    def wrap(self, env, start_response, app, request):
         if self.writes_through(env):
-            return self.write(env, start_response, app)
-        return self.cache.read(env, start_response, app, self._miss)
+            return self.write(env, start_response, app, request)
+        return self.cache.read(env, start_response, app, functools.partial(
+            self._miss, entry=request.entry), request)
 
-    def _miss(self, env, start_response, app, key, read):
+    def _miss(self, env, start_response, app, key, read, entry):
         """A read the cache could not answer: join the flight of the same
         read under the same validity, or lead one."""
         validity = read[0]
@@ -178,22 +181,22 @@ class MergeMethod(base.Method):
         fkey = self.flight_key(env, key)
         flight = self.flights.get(fkey)
         if flight is not None and flight.validity == validity:
-            answer = self._follow(env, start_response, flight)
+            answer = self._follow(env, start_response, flight, entry)
             if answer is not None:
                 return answer
             return self.cache.fetch(env, start_response, app, key, read)
         return self._lead(env, start_response, app, key, fkey, read)
 
-    def _follow(self, env, start_response, flight):
+    def _follow(self, env, start_response, flight, entry):
         flight.waiters += 1
         result = None
         with Timeout(self.wait, False):
             result = flight.done.wait()
         if result is None:
-            _count(self.logger, env.get(tags.ENV_POLICY), 'alone')
+            _count(self.logger, entry, 'alone')
             return None
         status, headers, body = result
-        _count(self.logger, env.get(tags.ENV_POLICY), 'merged')
+        _count(self.logger, entry, 'merged')
         start_response(status, headers + [(MERGE_HEADER, 'merged')])
         return [body]
 
@@ -244,7 +247,7 @@ class MergeMethod(base.Method):
             return False
         return 0 <= length <= self.cache.settings.max_object_size
 
-    def write(self, env, start_response, app):
+    def write(self, env, start_response, app, request):
         recorder = Recorder(env['wsgi.input'],
                             self.cache.settings.max_object_size)
         env['wsgi.input'] = recorder
@@ -255,7 +258,7 @@ class MergeMethod(base.Method):
             return start_response(status, headers, exc_info)
         app_iter = app(env, capture)
         if seen.get('status') != 201 or recorder.body is None or \
-                base.opted_out(env):
+                request.opted_out:
             return app_iter
         timestamp = env.get('HTTP_X_TIMESTAMP')
         key = object_key(*base.object_path(env))
@@ -269,7 +272,7 @@ class MergeMethod(base.Method):
         # wait for Redis or the HEAD.
         return AfterClose(app_iter, lambda: self.spawn(
             self._write_through, head_env, key, recorder.body, timestamp,
-            env.get(tags.ENV_POLICY)))
+            request.entry))
 
     def _write_through(self, head_env, key, body, timestamp, entry=None):
         try:

@@ -24,6 +24,7 @@ from swift.proxy.controllers.base import get_cache_key, \
 
 from swift_mass import conf as config
 from swift_mass.proxy import middleware as proxy
+from swift_mass.proxy import request as mass_request
 from swift_mass.control.stores.local import LocalStore
 from tests.unit.helpers import MEMCACHE_SERVER, Logger
 
@@ -106,12 +107,12 @@ def lookups(monkeypatch):
     """The containers whose existence routing asked about (other parts of
     Mass may ask too: the backend's HEADs alone would not tell)."""
     seen = []
-    real = proxy.get_container_info
+    real = mass_request.get_container_info
 
     def counting(env, app, swift_source=None):
         seen.append(env['PATH_INFO'])
         return real(env, app, swift_source=swift_source)
-    monkeypatch.setattr(proxy, 'get_container_info', counting)
+    monkeypatch.setattr(mass_request, "get_container_info", counting)
     return seen
 
 
@@ -324,7 +325,7 @@ def test_unknown_existence_is_left_to_swift():
 def test_object_requests_do_no_extra_work(lookups, monkeypatch):
     mass, swift, logger = make()
     decided = []
-    monkeypatch.setattr(proxy.routing, 'substore_of',
+    monkeypatch.setattr(mass_request.routing, "substore_of",
                         lambda *args: decided.append(args))
     resp = call(mass, path='/v1/AUTH_t/c/o')
     assert resp.status_int == 201

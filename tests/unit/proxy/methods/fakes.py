@@ -112,6 +112,12 @@ class Swift(object):
     def __call__(self, env, start_response):
         req = Request(env)
         if req.path.count('/') < 4:
+            # as Swift's account and container controllers, which ask
+            # swift.authorize before they reach a server
+            authorize = env.get('swift.authorize')
+            denial = authorize and authorize(req)
+            if denial:
+                return denial(env, start_response)
             self._record(req)
             headers = {}
             if req.path.count('/') == 3 and self.containers is not None \
