@@ -87,17 +87,22 @@ class MassRequest(WSGIContext):
         if mass.conf.active and mass.conf.control_loop and \
                 not self.opted_out:
             self.entry = mass.agent.policy(tenant)
+        #: the operation it counts as in its tenant's window, or None: the
+        #: effect of a request counted already (monitor.operation)
+        self.op = monitor.operation(env['REQUEST_METHOD'],
+                                    env.get('swift.source'))
         self.urgent = False
         self.authorization = Authorization(env)
-        # Another middleware's read of an account or container (an auth
-        # middleware's info lookup, made before it authorises its own
-        # client's request; a listing) is not counted, and no method or
-        # routing acts on it: looking up its account's marks would cost a
-        # lookup, and a per-tenant entry, for every request an auth
-        # middleware then refuses, and its tags would reach no server
-        # that reads them (mass_queue is on the object servers).
-        if not (env.get('swift.source') and not self.is_object and
-                env['REQUEST_METHOD'] in ('GET', 'HEAD')):
+        # Another middleware's read of an account or container that stands
+        # for no client request (an auth middleware's info lookup, made
+        # before it authorises its own client's request; a listing of
+        # dlo's) is not counted, and no method or routing acts on it:
+        # looking up its account's marks would cost a lookup, and a
+        # per-tenant entry, for every request an auth middleware then
+        # refuses, and its tags would reach no server that reads them
+        # (mass_queue is on the object servers).
+        if self.op is not None or self.is_object or \
+                env['REQUEST_METHOD'] not in ('GET', 'HEAD'):
             self.authorization.after(self._authorized)
 
     # -- authorisation -------------------------------------------------
@@ -175,10 +180,7 @@ class MassRequest(WSGIContext):
         counted in the tenant's window once it has completed (its body
         sent or the client gone) when the control loop counts requests."""
         env = self.env
-        op = None
-        if self.mass.conf.control_loop:
-            op = monitor.operation(env['REQUEST_METHOD'],
-                                   env.get('swift.source'))
+        op = self.op if self.mass.conf.control_loop else None
         showing = [mark for mark in marks.MARKS if mark.shows(env)]
         try:
             length = int(env['CONTENT_LENGTH'])

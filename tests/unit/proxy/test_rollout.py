@@ -235,6 +235,27 @@ def test_a_marked_account_is_left_alone_before_the_leader_knows(environ):
     assert logger.counters.count('urgent.lookup') == 1
 
 
+@pytest.mark.parametrize('source, looked_up', [
+    # an S3 client's bucket HEAD, through s3api: the client's own request
+    ('S3', True),
+    # tempauth's and dlo's lookups: the effect of a request of their own
+    ('TA', False), ('DLO', False)])
+def test_a_middlewares_container_read_looks_up_marks_only_for_a_client(
+        source, looked_up):
+    mass, swift, logger = routed(swift=MarkedSwift())
+    swift.sysmeta['AUTH_t'] = {OPT_OUT_SYSMETA: 'true'}
+    env = {'swift.authorize': lambda req: None, 'swift.source': source}
+    routing.call(mass, '/v1/AUTH_t/c', method='HEAD', environ=env)
+    assert logger.counters.count('urgent.lookup') == int(looked_up)
+    counts = [c for (tenant, _), c in pending(mass).items()
+              if tenant == 'AUTH_t']
+    if looked_up:
+        # counted, as opted out: how the leader learns of it
+        assert sum(c['opted_out'] for c in counts) == 1
+    else:
+        assert counts == []
+
+
 def test_the_leader_carries_a_marked_opt_out_into_the_table():
     mass, backend = make()
     writes(mass)
