@@ -84,6 +84,10 @@ url = direct.get('url', '')
 if not (direct.get('dir_info', {}).get('editable') and url.startswith('file://')
         and os.path.realpath(url[len('file://'):]) == os.path.realpath(sys.argv[1])):
     sys.exit(1)
+# the version file an install writes into the checkout: a fresh clone in
+# the same place has none, and its import would not know its version
+if not os.path.exists(os.path.join(sys.argv[1], 'swift_mass', '_version.py')):
+    sys.exit(1)
 EOF
     ) >/dev/null 2>&1
 }
