@@ -274,7 +274,9 @@ def test_phases_run_back_to_back_on_the_same_containers(monkeypatch):
     # the whole run: the phases' windows end to end
     assert [(p['phase'], p['offset']) for p in run['phases']] == [
         ('1 as first seen', 0.0), ('2 changed', 2.0)]
-    assert 0 < run['phases'][1]['began'] - 2.0 < 3.0
+    # phase 2 begins once phase 1's window ended, after its own set-up
+    # (its clients started): seconds on a loaded machine, never minutes
+    assert 0 < run['phases'][1]['began'] - 2.0 < 30.0
     assert run['seconds'] == 4.0
     whole = run['tenants']['backup']
     assert whole['operations'] == first['operations'] + \
