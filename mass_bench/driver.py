@@ -70,11 +70,13 @@ class Bench(Modes):
         # {tenant label: the storage policy of its container this run}
         self.container_policies = {}
         # where the time went: the CPU, the process groups, the hetero
-        # profile's devices and the commands of the proxies' Redis
+        # profile's devices, the commands of the proxies' Redis and the
+        # object servers' queue refusals
         self.sampler = sampler or resources.Sampler(
             devices=lambda: resources.saio_devices(self.saio),
             redis=lambda: resources.redis_commands(
-                resources.redis_url_of(self.conf)))
+                resources.redis_url_of(self.conf)),
+            queue=self.queue_refusals)
 
     # ---- one run
 

@@ -23,7 +23,8 @@ import os
 import subprocess
 import time
 
-from mass_bench import placement, policy_table, rings, summary
+from mass_bench import placement, policy_table, queue_refusals, rings, \
+    summary
 from swift_mass.conf import SECTION, QueueConf
 from swift_mass.shared_store import shared_store
 
@@ -133,7 +134,8 @@ class Modes(object):
     tenants' pins in ``static``, their containers' policies in
     ``placed`` and ``mass``'s cold start (the pins deleted, the tenants
     forgotten: :meth:`forget`); and the shared store that pins and
-    forgets them, whose policy table the bench samples."""
+    forgets them, whose policy table the bench samples, as it samples
+    the queues' refusals in the modes that have queues."""
 
     def __init__(self, tenants, auth_url, saio=None, conf=PROXY_CONF,
                  progress=print, settle=None, variants=(),
@@ -152,6 +154,8 @@ class Modes(object):
             self.ring_variants, swift_dir, classes_file) \
             if ring_variants else None
         self.auth_url = auth_url
+        # whose object rings name the object servers to ask for refusals
+        self.swift_dir = swift_dir
         self.saio = saio
         self.conf = conf
         self.progress = progress
@@ -289,3 +293,12 @@ class Modes(object):
 
     def mass_in_pipeline(self):
         return self.base_mode in ('static', 'mass')
+
+    def queue_refusals(self):
+        """The requests the object servers' mass_queue refused so far
+        (mass_bench.queue_refusals); None in a mode without Mass:
+        :meth:`_pipeline` takes mass_queue out with it, so no queue
+        could refuse, which 0 would not say."""
+        if not self.mass_in_pipeline():
+            return None
+        return queue_refusals.refused_so_far(self.swift_dir)

@@ -34,7 +34,13 @@ measured time.
 * Redis commands: INFO commandstats' ``calls`` summed (INFO's own left
   out), of the Redis the proxies' ``[filter:mass] redis_url`` names; None
   when it cannot be asked.  The bench's own reads of the policy table
-  (one a second) are among them.
+  (one a second) are among them;
+* queue refusals: the requests the object servers' ``mass_queue`` refused
+  (503: waited past its deadline) since each started, summed over every
+  object server by ``swift-mass queue --json``
+  (:mod:`mass_bench.queue_refusals`); None when a server could not be
+  read, and where Mass is not in the pipelines (``mass_queue`` leaves
+  with it: the bench does not ask).
 
 And in every second of the window (:meth:`Sampler.pulse`, cheap enough to take
 each second: two files read), the CPU's busy and iowait shares and the
@@ -46,9 +52,11 @@ completed nothing against the others: whether it waited for the devices
 or for the CPU.
 
 From these, per run, the cost per operation (:func:`per_operation`):
-CPU milliseconds per group, device I/Os per class and Redis commands,
-each divided by the operations all tenants together completed in the
-window: the servers' work is not split by tenant.
+CPU milliseconds per group, device I/Os per class, the reads, writes
+and syncs the HDD-class devices' model served, Redis commands and queue
+refusals (per 1000 operations), each divided by the operations all
+tenants together completed in the window: the servers' work is not
+split by tenant.
 
 Plain Python apart from the samplers, which a test replaces; run by the
 benchmark's process.  The text of it all is mass_bench.resources_report's.
@@ -82,6 +90,8 @@ GROUP_TITLES = {'load_generator': 'load gen', 'proxy': 'proxies',
                 'account': 'account', 'redis': 'redis',
                 'memcached': 'memcached', 'swift_other': 'other swift'}
 DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
+# the class tools/saio gives the devices its hdd-model serves
+HDD_CLASS = 'hdd'
 
 
 def cpu_times(path=PROC_STAT):
@@ -181,24 +191,30 @@ def stalls(timelines, machine):
             'others': dict(_mean_figures(others), seconds=len(others))}
 
 
-def saio_devices(saio, timeout=30):
-    """The rows of ``SAIO devices --json``, or None when there are none
-    (no tools/saio, a plain profile: it exits non-zero, or no answer)."""
-    if not saio:
-        return None
+def json_output(args, timeout, env=None):
+    """What command ``args`` printed, parsed as JSON; None when it could
+    not run, exited non-zero, took over ``timeout`` seconds or printed
+    something else."""
     try:
-        proc = subprocess.run([saio, 'devices', '--json'],
-                              stdout=subprocess.PIPE,
+        proc = subprocess.run(args, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True,
-                              timeout=timeout)
+                              timeout=timeout, env=env)
     except (OSError, subprocess.SubprocessError):
         return None
     if proc.returncode != 0:
         return None
     try:
-        rows = json.loads(proc.stdout)
+        return json.loads(proc.stdout)
     except ValueError:
         return None
+
+
+def saio_devices(saio, timeout=30):
+    """The rows of ``SAIO devices --json``, or None when there are none
+    (no tools/saio, a plain profile: it exits non-zero, or no answer)."""
+    if not saio:
+        return None
+    rows = json_output([saio, 'devices', '--json'], timeout)
     return rows if isinstance(rows, list) else None
 
 
@@ -318,15 +334,17 @@ def redis_commands(url, timeout=2.0):
 
 
 class Sampler(object):
-    """Snapshots of the CPU, the devices, the process groups' CPU and
-    Redis's commands; each a callable (a test gives fakes)."""
+    """Snapshots of the CPU, the devices, the process groups' CPU,
+    Redis's commands and the queues' refusals; each a callable (a test
+    gives fakes)."""
 
     def __init__(self, devices=lambda: None, cpu=cpu_times,
                  clock=time.time, processes=process_cpu,
-                 redis=lambda: None, pressure=pressure_totals):
+                 redis=lambda: None, pressure=pressure_totals,
+                 queue=lambda: None):
         self.devices, self.cpu, self.clock = devices, cpu, clock
         self.processes, self.redis = processes, redis
-        self.pressure = pressure
+        self.pressure, self.queue = pressure, queue
 
     def pulse(self):
         """A snapshot light enough for every second of a run: the time,
@@ -339,26 +357,35 @@ class Sampler(object):
         cpu = self.cpu()
         processes = self.processes()
         commands = self.redis()
+        refusals = self.queue()
         devices = self.devices()
         # the devices' counters are read somewhere in the call
         return {'time': (began + self.clock()) / 2.0, 'cpu': cpu,
                 'devices': devices, 'processes': processes,
-                'redis_commands': commands}
+                'redis_commands': commands, 'queue_refusals': refusals}
+
+
+def counted_between(before, after):
+    """How much a counter grew from ``before`` to ``after``; None without
+    both, or when it went back (its process restarted)."""
+    if before is None or after is None or after < before:
+        return None
+    return after - before
 
 
 def between(before, after):
     """What the machine did from snapshot ``before`` to ``after``."""
     seconds = after['time'] - before['time']
-    commands = (before.get('redis_commands'), after.get('redis_commands'))
     return {'seconds': seconds,
             'cpu': cpu_share(before['cpu'], after['cpu']),
             'devices': device_rates(before['devices'], after['devices'],
                                     seconds),
             'cpu_seconds': group_cpu_seconds(before.get('processes'),
                                              after.get('processes')),
-            'redis_commands': commands[1] - commands[0]
-            if None not in commands and commands[1] >= commands[0]
-            else None}
+            'redis_commands': counted_between(
+                before.get('redis_commands'), after.get('redis_commands')),
+            'queue_refusals': counted_between(
+                before.get('queue_refusals'), after.get('queue_refusals'))}
 
 
 def cpu_share(before, after):
@@ -385,26 +412,79 @@ def _attached(row):
     return row
 
 
+# What a device model's one budget pays for: the daemon's own counts of
+# the requests it served (tools/saio.d/hdd-model.c), and their kinds.
+MODEL_COUNTERS = ('model_reads', 'model_writes', 'model_syncs')
+MODEL_KINDS = ('reads', 'writes', 'syncs')
+
+
 def _class_sums():
     return dict.fromkeys(('devices', 'reads', 'writes', 'busy_ms',
                           'read_limit', 'read_passed', 'write_limit',
-                          'write_passed', 'budget', 'served'), 0)
+                          'write_passed', 'budget') + MODEL_COUNTERS, 0)
 
 
-# What a device model's one budget pays for: the daemon's own counts of
-# the requests it served (tools/saio.d/hdd-model.c).
-MODEL_COUNTERS = ('model_reads', 'model_writes', 'model_syncs')
+def model_deltas(was, new):
+    """{'reads', 'writes', 'syncs'}: the I/Os of each kind a device's
+    model served between two rows of it, or None when it has no model or
+    the daemon was restarted in between."""
+    if not new.get('iops_budget') or was.get('model_pid') != \
+            new.get('model_pid') or any(
+                k not in was or k not in new for k in MODEL_COUNTERS):
+        return None
+    deltas = {kind: new[k] - was[k]
+              for kind, k in zip(MODEL_KINDS, MODEL_COUNTERS)}
+    return deltas if min(deltas.values()) >= 0 else None
 
 
 def model_served(was, new):
     """I/Os a device's model served between two rows of it, or None when
     it has no model or the daemon was restarted in between."""
-    if not new.get('iops_budget') or was.get('model_pid') != \
-            new.get('model_pid') or any(
-                k not in was or k not in new for k in MODEL_COUNTERS):
-        return None
-    served = sum(new[k] - was[k] for k in MODEL_COUNTERS)
-    return served if served >= 0 else None
+    deltas = model_deltas(was, new)
+    return sum(deltas.values()) if deltas is not None else None
+
+
+def _add_device(c, row, was, new, delta):
+    """One device's deltas (``delta``, of COUNTERS) and its model's,
+    added to its class's sums ``c``."""
+    served = model_deltas(was, new)
+    if served is not None:
+        c['budget'] += new['iops_budget']
+        for kind, counter in zip(MODEL_KINDS, MODEL_COUNTERS):
+            c[counter] += served[kind]
+    c['devices'] += 1
+    c['busy_ms'] += delta['busy_ms']
+    for op, plural in DIRECTIONS:
+        c[plural] += delta[plural]
+        limit = row.get('%s_iops_limit' % op) or 0
+        if limit:
+            c['%s_limit' % op] += limit
+            c['%s_passed' % op] += delta['throttle_passed_%s' % plural]
+
+
+def _class_entry(c, seconds):
+    """A class's figures (:func:`device_rates`) from its sums ``c``."""
+    entry = {'devices': c['devices'],
+             'read_iops': c['reads'] / seconds,
+             'write_iops': c['writes'] / seconds,
+             'busy_pct': 100.0 * c['busy_ms'] / (seconds * 1000.0) /
+             c['devices']}
+    for op, _ in DIRECTIONS:
+        limit = c['%s_limit' % op]
+        iops = c['%s_passed' % op] / seconds
+        entry['%s_throttle' % op] = {
+            'iops': iops, 'limit': limit,
+            'pct': 100.0 * iops / limit} if limit else None
+    served = sum(c[counter] for counter in MODEL_COUNTERS)
+    entry['budget'] = {
+        'iops': served / seconds, 'limit': c['budget'],
+        'pct': 100.0 * served / seconds / c['budget']} \
+        if c['budget'] else None
+    entry['model_iops'] = {
+        kind: c[counter] / seconds
+        for kind, counter in zip(MODEL_KINDS, MODEL_COUNTERS)} \
+        if c['budget'] else None
+    return entry
 
 
 def device_rates(before, after, seconds):
@@ -417,7 +497,9 @@ def device_rates(before, after, seconds):
     'write_throttle' (None where not throttled), and where the devices
     have a model with one budget (the hetero profile's HDD class) the
     same for all the I/Os it served, reads, writes and flushes together,
-    as 'budget' (else None).  None without both lists."""
+    as 'budget', and those I/Os per second by kind as 'model_iops'
+    ({'reads', 'writes', 'syncs'}); else None.  None without both
+    lists."""
     if before is None or after is None or seconds <= 0:
         return None
     old = {(r.get('server'), r.get('device')): _attached(r) for r in before}
@@ -430,38 +512,9 @@ def device_rates(before, after, seconds):
         delta = {k: new[k] - was[k] for k in COUNTERS}
         if min(delta.values()) < 0:
             continue  # counters reset: the loop device was set up again
-        c = sums.setdefault(row['class'], _class_sums())
-        served = model_served(was, new)
-        if served is not None:
-            c['budget'] += new['iops_budget']
-            c['served'] += served
-        c['devices'] += 1
-        c['busy_ms'] += delta['busy_ms']
-        for op, plural in DIRECTIONS:
-            c[plural] += delta[plural]
-            limit = row.get('%s_iops_limit' % op) or 0
-            if limit:
-                c['%s_limit' % op] += limit
-                c['%s_passed' % op] += delta['throttle_passed_%s' % plural]
-    out = {}
-    for cls, c in sorted(sums.items()):
-        entry = {'devices': c['devices'],
-                 'read_iops': c['reads'] / seconds,
-                 'write_iops': c['writes'] / seconds,
-                 'busy_pct': 100.0 * c['busy_ms'] / (seconds * 1000.0) /
-                 c['devices']}
-        for op, _ in DIRECTIONS:
-            limit = c['%s_limit' % op]
-            iops = c['%s_passed' % op] / seconds
-            entry['%s_throttle' % op] = {
-                'iops': iops, 'limit': limit,
-                'pct': 100.0 * iops / limit} if limit else None
-        entry['budget'] = {
-            'iops': c['served'] / seconds, 'limit': c['budget'],
-            'pct': 100.0 * c['served'] / seconds / c['budget']} \
-            if c['budget'] else None
-        out[cls] = entry
-    return out
+        _add_device(sums.setdefault(row['class'], _class_sums()), row, was,
+                    new, delta)
+    return {cls: _class_entry(c, seconds) for cls, c in sorted(sums.items())}
 
 
 def median_tree(items):
@@ -476,16 +529,30 @@ def median_tree(items):
     return {k: median_tree([i.get(k) for i in items]) for k in keys}
 
 
+def model_ios_per_operation(devices, seconds, operations, cls=HDD_CLASS):
+    """{'reads', 'writes', 'syncs'}: the I/Os of each kind the model of
+    class ``cls``'s devices served (:func:`device_rates`' 'model_iops')
+    in ``seconds``, per operation; None where the class has no model
+    (the plain profile has no devices)."""
+    rates = ((devices or {}).get(cls) or {}).get('model_iops')
+    if rates is None:
+        return None
+    return {kind: iops * seconds / operations for kind, iops in rates.items()}
+
+
 def per_operation(where, operations):
     """A run's costs per operation: {'operations', 'cpu_ms': {group: CPU
-    ms}, 'device_ios': {class: reads + writes}, 'redis_commands'}, each
-    per operation of all tenants together in the window; None without
+    ms}, 'device_ios': {class: reads + writes}, 'hdd_model_ios'
+    (:func:`model_ios_per_operation`), 'redis_commands'}, each per
+    operation of all tenants together in the window, and
+    'queue_refusals_per_1000' per 1000 of those operations; None without
     operations or resources."""
     if not where or not operations:
         return None
     cpu = where.get('cpu_seconds')
     devices = where.get('devices')
     commands = where.get('redis_commands')
+    refusals = where.get('queue_refusals')
     return {
         'operations': operations,
         'cpu_ms': {group: 1000.0 * seconds / operations
@@ -495,8 +562,12 @@ def per_operation(where, operations):
                        where['seconds'] / operations
                        for cls, d in devices.items()}
         if devices is not None else None,
+        'hdd_model_ios': model_ios_per_operation(
+            devices, where['seconds'], operations),
         'redis_commands': commands / operations
-        if commands is not None else None}
+        if commands is not None else None,
+        'queue_refusals_per_1000': 1000.0 * refusals / operations
+        if refusals is not None else None}
 
 
 def machine_share(cpu_seconds, seconds, cores=None):

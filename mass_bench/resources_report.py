@@ -13,7 +13,8 @@
 (the machine and devices, the stalls, the costs per operation) and a
 comparison's tables of each mode's medians, for the benchmark's output
 (mass_bench.report).  Plain Python, in the benchmark's process."""
-from mass_bench.resources import DIRECTIONS, GROUP_TITLES, GROUPS
+from mass_bench.resources import DIRECTIONS, GROUP_TITLES, GROUPS, \
+    HDD_CLASS, MODEL_KINDS
 
 
 def _pct(value):
@@ -136,19 +137,30 @@ def _cost(value, form='%.2f'):
 
 
 def _cost_columns(by_mode):
+    costs = [c or {} for c in by_mode.values()]
     groups = [g for g in GROUPS if any(
-        g in ((c or {}).get('cpu_ms') or {}) for c in by_mode.values())]
-    classes = sorted({cls for c in by_mode.values()
-                      for cls in ((c or {}).get('device_ios') or {})})
-    return groups, classes
+        g in (c.get('cpu_ms') or {}) for c in costs)]
+    classes = sorted({cls for c in costs
+                      for cls in (c.get('device_ios') or {})})
+    return groups, classes, any(c.get('hdd_model_ios') for c in costs), \
+        any(c.get('queue_refusals_per_1000') is not None for c in costs)
+
+
+def _model_cells(ios):
+    return [_cost((ios or {}).get(kind)) for kind in MODEL_KINDS]
 
 
 def format_costs(by_mode, base='default'):
     """``{mode: per_operation}`` (medians over a mode's runs) as a
-    table; the A/A control ('control') is labelled as ``base``'s twin."""
-    groups, classes = _cost_columns(by_mode)
+    table; the A/A control ('control') is labelled as ``base``'s twin.
+    The HDD-class model's I/Os by kind and the queue refusals have
+    columns where a mode measured them."""
+    groups, classes, modelled, refusals = _cost_columns(by_mode)
     head = ['mode', 'ops'] + ['%s CPU ms' % GROUP_TITLES[g] for g in groups]
-    head += ['%s I/Os' % cls for cls in classes] + ['Redis cmds']
+    head += ['%s I/Os' % cls for cls in classes]
+    head += ['%s model %s' % (HDD_CLASS, kind) for kind in MODEL_KINDS] \
+        if modelled else []
+    head += ['Redis cmds'] + (['refused/1k ops'] if refusals else [])
     rows = [head]
     for mode, c in by_mode.items():
         c = c or {}
@@ -157,12 +169,19 @@ def format_costs(by_mode, base='default'):
                      _cost(c.get('operations'), '%.0f')] +
                     [_cost(cpu.get(g), '%.3f') for g in groups] +
                     [_cost(ios.get(cls)) for cls in classes] +
-                    [_cost(c.get('redis_commands'))])
+                    (_model_cells(c.get('hdd_model_ios')) if modelled
+                     else []) +
+                    [_cost(c.get('redis_commands'))] +
+                    ([_cost(c.get('queue_refusals_per_1000'))] if refusals
+                     else []))
     return _table(
         'cost per operation (median over each mode\'s runs): CPU '
-        'milliseconds of each process group, device I/Os per class and '
+        'milliseconds of each process group, device I/Os per class, the '
+        'reads, writes and syncs the %s-class devices\' model served and '
         'Redis commands, each divided by the operations ALL tenants '
-        'completed in the window (not per tenant)', rows,
+        'completed in the window (not per tenant); requests the object '
+        'servers\' queues refused (503) per 1000 of those operations '
+        '(- without Mass)' % HDD_CLASS, rows,
         None if classes else 'device I/Os: not sampled (tools/saio '
         'devices needs the hetero profile)')
 
@@ -178,4 +197,12 @@ def format_cost_line(costs):
     if ios:
         text += '; I/Os %s' % ', '.join('%s %.2f' % (cls, n)
                                         for cls, n in sorted(ios.items()))
-    return text + '; Redis cmds %s' % _cost(costs.get('redis_commands'))
+    model = costs.get('hdd_model_ios')
+    if model:
+        text += '; %s model %s %s' % (HDD_CLASS, '/'.join(MODEL_KINDS),
+                                      '/'.join(_model_cells(model)))
+    text += '; Redis cmds %s' % _cost(costs.get('redis_commands'))
+    refusals = costs.get('queue_refusals_per_1000')
+    if refusals is not None:
+        text += '; refused %.2f per 1k ops' % refusals
+    return text

@@ -256,7 +256,7 @@ def hdd(writes, passed):
         'read_throttle': {'iops': 0.0, 'limit': 150, 'pct': 0.0},
         'write_throttle': {'iops': 140.0, 'limit': 150,
                            'pct': pytest.approx(93.333, abs=0.01)},
-        'budget': None}}),
+        'budget': None, 'model_iops': None}}),
     ([None, None], None),  # the plain profile
 ])
 def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
@@ -280,7 +280,7 @@ def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
     load = result['resources']['cpu_seconds']['load_generator']
     assert result['resources'] == {
         'seconds': 10.0, 'cpu': {'busy_pct': 60.0, 'iowait_pct': 10.0},
-        'devices': expected, 'redis_commands': None,
+        'devices': expected, 'redis_commands': None, 'queue_refusals': None,
         # the fake sampler has no process groups: the load generator only,
         # as its client processes measured themselves
         'cpu_seconds': {'load_generator': load}}
@@ -293,6 +293,8 @@ def test_a_run_samples_its_measured_time(fake_proxy, monkeypatch, devices,
     assert costs['cpu_ms'] == {'load_generator': pytest.approx(
         1000.0 * load / costs['operations'])}
     assert costs['redis_commands'] is None
+    assert costs['hdd_model_ios'] is None
+    assert costs['queue_refusals_per_1000'] is None
     f = result['tenants']['photos']
     assert f['gets'] > 0 and 0 < f['hit_ratio'] < 1
     # where its container landed

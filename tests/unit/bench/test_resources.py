@@ -65,7 +65,7 @@ def test_device_rates_per_class():
     assert rates == {
         'ssd': {'devices': 2, 'read_iops': 80.0, 'write_iops': 300.0,
                 'busy_pct': 20.0, 'read_throttle': None,
-                'write_throttle': None, 'budget': None},
+                'write_throttle': None, 'budget': None, 'model_iops': None},
         'hdd': {'devices': 2, 'read_iops': 10.0, 'write_iops': 260.0,
                 'busy_pct': 85.0,
                 'read_throttle': {'iops': 10.0, 'limit': 300,
@@ -73,7 +73,7 @@ def test_device_rates_per_class():
                 'write_throttle': {'iops': 278.0, 'limit': 300,
                                    'pct': pytest.approx(92.667,
                                                         abs=0.001)},
-                'budget': None}}
+                'budget': None, 'model_iops': None}}
 
 
 def modelled(row, pid, reads, writes, syncs, budget=150):
@@ -90,6 +90,36 @@ def test_a_device_models_one_budget_counts_every_io_it_served():
     budget = resources.device_rates(before, after, 10.0)['hdd']['budget']
     assert budget == {'iops': 110.0, 'limit': 150,
                       'pct': pytest.approx(73.333, abs=0.001)}
+
+
+def test_a_device_models_reads_writes_and_syncs_are_kept_apart():
+    before = [BEFORE[0], modelled(BEFORE[2], 7, 100, 50, 10),
+              modelled(BEFORE[3], 8, 0, 0, 0)]
+    after = [AFTER[0], modelled(AFTER[2], 7, 700, 450, 110),
+             # restarted: left out, as from the budget
+             modelled(AFTER[3], 9, 5, 5, 5)]
+    rates = resources.device_rates(before, after, 10.0)
+    # sdc1's 600 reads, 400 writes and 100 syncs over 10 s: the budget's
+    # 110 I/Os a second
+    assert rates['hdd']['model_iops'] == {'reads': 60.0, 'writes': 40.0,
+                                          'syncs': 10.0}
+    assert rates['ssd']['model_iops'] is None
+
+
+def test_model_deltas_only_of_one_daemon():
+    was = modelled(BEFORE[2], 7, 100, 50, 10)
+    assert resources.model_deltas(was, modelled(AFTER[2], 7, 700, 450,
+                                                110)) == {
+        'reads': 600, 'writes': 400, 'syncs': 100}
+    assert resources.model_served(was, modelled(AFTER[2], 7, 700, 450,
+                                                110)) == 1100
+    # another daemon, or a device without a model
+    assert resources.model_deltas(was, modelled(AFTER[2], 9, 700, 450,
+                                                110)) is None
+    assert resources.model_deltas(BEFORE[2], AFTER[2]) is None
+    # a count that went back
+    assert resources.model_deltas(was, modelled(AFTER[2], 7, 700, 40,
+                                                110)) is None
 
 
 def test_device_rates_without_devices_or_after_a_reset():
@@ -369,10 +399,11 @@ def test_the_sampler_takes_every_sample():
     sampler = resources.Sampler(
         cpu=lambda: {'total': 1, 'busy': 1, 'iowait': 0},
         processes=lambda: {'proxy': {}}, redis=lambda: 42,
-        clock=iter([1.0, 2.0]).__next__)
+        queue=lambda: 7, clock=iter([1.0, 2.0]).__next__)
     assert sampler.snapshot() == {
         'time': 1.5, 'cpu': {'total': 1, 'busy': 1, 'iowait': 0},
-        'devices': None, 'processes': {'proxy': {}}, 'redis_commands': 42}
+        'devices': None, 'processes': {'proxy': {}}, 'redis_commands': 42,
+        'queue_refusals': 7}
 
 
 def test_costs_per_operation():
@@ -389,7 +420,9 @@ def test_costs_per_operation():
         # ssd: (80 + 300) IOPS over 10 s; hdd: (10 + 260) IOPS
         'device_ios': {'ssd': pytest.approx(1.9),
                        'hdd': pytest.approx(1.35)},
-        'redis_commands': 1.0}
+        # the HDD-class devices have no model; the queues were not asked
+        'hdd_model_ios': None,
+        'redis_commands': 1.0, 'queue_refusals_per_1000': None}
     plain = dict(where, devices=None, redis_commands=None)
     assert resources.per_operation(plain, 2000)['device_ios'] is None
     assert resources.per_operation(plain, 2000)['redis_commands'] is None
@@ -399,6 +432,57 @@ def test_costs_per_operation():
     assert line == ('    per op (all tenants\' 2000 ops): CPU ms load gen '
                     '0.500, proxies 2.000, object 1.000; I/Os hdd 1.35, ssd '
                     '1.90; Redis cmds 1.00')
+
+
+def test_model_ios_and_queue_refusals_per_operation():
+    before = [modelled(BEFORE[2], 7, 100, 50, 10)]
+    after = [modelled(AFTER[2], 7, 700, 450, 110)]
+    where = resources.between(
+        dict(snapshot(0.0, 0, {}, None, before), queue_refusals=10),
+        dict(snapshot(10.0, 0, {}, None, after), queue_refusals=40))
+    assert where['queue_refusals'] == 30
+    costs = resources.per_operation(where, 2000)
+    # 600 reads, 400 writes and 100 syncs over 2000 operations
+    assert costs['hdd_model_ios'] == {'reads': pytest.approx(0.3),
+                                      'writes': pytest.approx(0.2),
+                                      'syncs': pytest.approx(0.05)}
+    # 30 refusals in 2000 operations
+    assert costs['queue_refusals_per_1000'] == pytest.approx(15.0)
+    line = resources_report.format_cost_line(costs)
+    assert line.endswith('; hdd model reads/writes/syncs 0.30/0.20/0.05; '
+                         'Redis cmds -; refused 15.00 per 1k ops')
+    # none refused is 0, not unknown
+    assert resources.per_operation(dict(where, queue_refusals=0), 2000)[
+        'queue_refusals_per_1000'] == 0.0
+
+
+@pytest.mark.parametrize('was, now', [
+    (None, 40),  # not asked: a mode without Mass
+    (10, None),  # a server could not be read
+    (40, 10)])   # the servers restarted
+def test_queue_refusals_unknown(was, now):
+    where = resources.between(
+        dict(snapshot(0.0, 0, {}, None), queue_refusals=was),
+        dict(snapshot(10.0, 0, {}, None), queue_refusals=now))
+    assert where['queue_refusals'] is None
+    assert resources.per_operation(where, 2000)[
+        'queue_refusals_per_1000'] is None
+    line = resources_report.format_cost_line(resources.per_operation(
+        where, 2000))
+    assert 'refused' not in line
+
+
+def test_no_model_ios_without_a_model():
+    # the plain profile: no devices
+    assert resources.model_ios_per_operation(None, 10.0, 2000) is None
+    # HDD-class devices without a model, or no HDD class
+    hetero = resources.device_rates(BEFORE, AFTER, 10.0)
+    assert resources.model_ios_per_operation(hetero, 10.0, 2000) is None
+    assert resources.model_ios_per_operation(
+        {'ssd': hetero['ssd']}, 10.0, 2000) is None
+    line = resources_report.format_cost_line(resources.per_operation(
+        {'seconds': 10.0, 'devices': hetero}, 2000))
+    assert 'model' not in line
 
 
 def test_machine_share():
@@ -443,6 +527,35 @@ def test_cost_table_per_mode():
     plain = resources_report.format_costs(
         {'mass': dict(costs(1.0, None, None))})
     assert 'device I/Os: not sampled' in plain
+
+
+def test_cost_table_with_model_ios_and_queue_refusals():
+    def measured(writes, refusals):
+        return dict(costs(1.0, 2.0, 3.0), hdd_model_ios={
+            'reads': 0.5, 'writes': writes, 'syncs': 0.25},
+            queue_refusals_per_1000=refusals)
+    runs = [dict(run('default', False, None), costs=measured(1.0, None)),
+            dict(run('default', True, None), costs=measured(1.0, None)),
+            dict(run('mass', False, None), costs=measured(2.0, 4.0)),
+            dict(run('mass', False, None), costs=measured(3.0, 6.0)),
+            dict(run('static', False, None),
+                 costs=dict(costs(1.0, 2.0, 3.0), hdd_model_ios=None,
+                            queue_refusals_per_1000=0.0))]
+    by_mode = summary.cost_summary(runs, ['default', 'static', 'mass'])
+    assert by_mode['mass']['hdd_model_ios'] == {
+        'reads': 0.5, 'writes': 2.5, 'syncs': 0.25}
+    assert by_mode['mass']['queue_refusals_per_1000'] == 5.0
+    # without Mass no queue could refuse: unknown, not 0
+    assert by_mode['default']['queue_refusals_per_1000'] is None
+    assert by_mode['static']['hdd_model_ios'] is None
+    lines = resources_report.format_costs(by_mode).splitlines()
+    assert 'syncs the hdd-class devices\' model served' in lines[0]
+    assert lines[1].split()[-13:] == [
+        'hdd', 'model', 'reads', 'hdd', 'model', 'writes', 'hdd', 'model',
+        'syncs', 'Redis', 'cmds', 'refused/1k', 'ops']
+    assert lines[2].split()[-5:] == ['0.50', '1.00', '0.25', '3.00', '-']
+    assert lines[3].split()[-5:] == ['-', '-', '-', '3.00', '0.00']
+    assert lines[4].split()[-5:] == ['0.50', '2.50', '0.25', '3.00', '5.00']
 
 
 PRESSURE_FILES = {
