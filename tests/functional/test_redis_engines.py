@@ -37,6 +37,7 @@ from tests.functional.conftest import PROXY, PROXY_CONF, ROOT, saio
 from tests.functional.test_cache import PROXY2, Client, Load, admin, \
     generations_trusted, pin, proxies_redis, wait_for_method  # noqa: F401
 from tests.functional.test_never_stale import finish, hits, wait_hits
+from tests.functional.waiting import until
 
 TOPOLOGY = ROOT + '/tools/saio.d/redis-topology'
 NAMES = ['he-%02d' % i for i in range(24)]
@@ -160,9 +161,16 @@ def test_a_failover_under_load_fails_nothing_and_serves_nothing_stale(
     assert writer.failed == [], writer.failed[:5]
     assert writer.done > 0
     # the promoted master is another Redis process: every generation the
-    # killed one held was replaced at once
+    # killed one held was replaced at once.  Hits alone do not show that
+    # Mass reached it (a hit checked against the primaries is a hit too),
+    # and until its replica has synced the promoted master refuses
+    # writes (min-replicas-to-write): Mass's first connection there, whose
+    # instance check is a write, fails, and this client's GET does not.
+    # So wait until a Mass connection has checked it.
     mass_redis, _ = proxies_redis()
-    assert answered(lambda: mass_redis.get(prefix + 'instance')) != instance
+    until(lambda: answered(
+        lambda: mass_redis.get(prefix + 'instance')) != instance, 30,
+        'a Mass connection checked on the promoted master')
     assert answered(lambda: mass_redis.get(prefix + 'epoch')) != epoch
     # the operator's pin and the control loop's entry are still there
     # (this test's own client met the killed master: like every Redis
