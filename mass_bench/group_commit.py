@@ -137,7 +137,7 @@ def hdd_served(rows):
 def served_between(before, after):
     """{device: {counter: I/Os}} each model served between two
     :func:`hdd_served`; a device whose model daemon restarted in between
-    is left out, as :func:`mass_bench.resources.model_served` leaves it."""
+    is left out, as :func:`mass_bench.resources.model_deltas` leaves it."""
     return dict((device, dict((k, new[k] - before[device][k])
                               for k in resources.MODEL_COUNTERS))
                 for device, new in after.items() if device in before and

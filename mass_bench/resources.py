@@ -437,13 +437,6 @@ def model_deltas(was, new):
     return deltas if min(deltas.values()) >= 0 else None
 
 
-def model_served(was, new):
-    """I/Os a device's model served between two rows of it, or None when
-    it has no model or the daemon was restarted in between."""
-    deltas = model_deltas(was, new)
-    return sum(deltas.values()) if deltas is not None else None
-
-
 def _add_device(c, row, was, new, delta):
     """One device's deltas (``delta``, of COUNTERS) and its model's,
     added to its class's sums ``c``."""

@@ -111,8 +111,8 @@ def test_model_deltas_only_of_one_daemon():
     assert resources.model_deltas(was, modelled(AFTER[2], 7, 700, 450,
                                                 110)) == {
         'reads': 600, 'writes': 400, 'syncs': 100}
-    assert resources.model_served(was, modelled(AFTER[2], 7, 700, 450,
-                                                110)) == 1100
+    assert sum(resources.model_deltas(was, modelled(
+        AFTER[2], 7, 700, 450, 110)).values()) == 1100
     # another daemon, or a device without a model
     assert resources.model_deltas(was, modelled(AFTER[2], 9, 700, 450,
                                                 110)) is None
