@@ -66,6 +66,7 @@ CONFIG_STAMP=$SAIO_TEST_DIR/run/saio-config.sha256
 LOG_DIR=$SAIO_TEST_DIR/log
 RSYSLOG_CONF=$SAIO_TEST_DIR/no-rsyslog.conf
 SCRIPT_DIR=$SAIO_TEST_DIR/tools
+TEMPLATES=$SAIO_TEST_DIR/templates
 PROXY_URL=http://127.0.0.1:8080
 PROXY2_CONF=proxy-server/2.conf
 PROXY3_CONF=proxy-server/3.conf
@@ -118,7 +119,13 @@ def saio(tmp_path):
     (stubs / 'swift-init').write_text(SWIFT_INIT)
     os.makedirs(str(tmp_path / 'tools'))
     (tmp_path / 'tools' / 'saio-slow').write_text('#!/bin/sh\n')
-    for stub in (stubs / 'swift-init', tmp_path / 'tools' / 'saio-slow'):
+    # the Redis topologies' script: records its calls, fails on demand
+    os.makedirs(str(tmp_path / 'templates'))
+    topology = tmp_path / 'templates' / 'redis-topology'
+    topology.write_text('#!/bin/sh\necho "$*" >>"$SAIO_TEST_DIR/topology.log"'
+                        '\n[ ! -e "$SAIO_TEST_DIR/topology-fails" ]\n')
+    for stub in (stubs / 'swift-init', tmp_path / 'tools' / 'saio-slow',
+                 topology):
         os.chmod(str(stub), 0o755)
     env = dict(os.environ, PATH='%s:%s' % (stubs, os.environ['PATH']),
                SAIO_LIB=os.path.join(TEMPLATES, 'lib'),
@@ -184,3 +191,36 @@ def test_restart_of_one_type_after_a_hand_edit_restarts_them_all(saio):
     assert rc == 0, out
     assert runs_its_config(saio) == dict.fromkeys(TYPES, True)
     assert saio('config_stale')[0] != 0
+
+
+def topology_calls(saio):
+    path = saio.dir / 'topology.log'
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_start_with_one_redis_starts_no_topology(saio):
+    rc, out = saio('do_start')
+    assert rc == 0, out
+    assert topology_calls(saio) == []
+
+
+def test_start_brings_up_the_chosen_redis_engine_first(saio):
+    # the engine a stopped run of the engine tests left chosen: its
+    # servers are gone (a new boot), the configs still name them
+    marker = saio.dir / 'etc-swift' / '.swift-mass-saio'
+    marker.write_text('profile=plain\nredis=sentinel\n')
+    rc, out = saio('do_start')
+    assert rc == 0, out
+    assert topology_calls(saio) == ['sentinel up']
+    assert runs_its_config(saio) == dict.fromkeys(TYPES, True)
+
+
+def test_a_chosen_redis_engine_that_cannot_start_stops_the_start(saio):
+    marker = saio.dir / 'etc-swift' / '.swift-mass-saio'
+    marker.write_text('profile=plain\nredis=cluster\n')
+    (saio.dir / 'topology-fails').write_text('')
+    rc, out = saio('do_start')
+    assert rc != 0
+    assert 'the chosen Redis engine (cluster) did not come up' in out
+    assert 'tools/saio redis single' in out
+    assert swift_init_calls(saio) == []

@@ -130,8 +130,13 @@ do_redis() {  # [single|sentinel|cluster]
         return
     fi
     [ $# -eq 1 ] || die "$usage"
-    local kind=$1 url other was_stale=0
+    local kind=$1 url other was_stale=0 chosen
     url=$(redis_engine_url "$kind") || die "$usage"
+    chosen=$(marker_get redis)
+    if [ "$kind" = single ] && [ "${chosen:-single}" = single ]; then
+        say "proxies and object servers already use $url"
+        return
+    fi
     config_stale && was_stale=1
     if [ "$kind" != single ]; then
         if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then

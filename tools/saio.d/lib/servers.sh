@@ -195,6 +195,18 @@ create_test_accounts() {
     say "test accounts exist: $(printf '%s\n' "${!urls[@]}" | sed 's|.*/||' | sort | tr '\n' ' ')"
 }
 
+# The Redis engine chosen with `tools/saio redis` runs whenever the SAIO
+# does: after a reboot its servers are gone while the configs still name
+# them, and every request's Redis call would fail.
+ensure_redis_engine() {
+    local engine
+    engine=$(marker_get redis)
+    if [ -n "$engine" ] && [ "$engine" != single ]; then
+        "$TEMPLATES/redis-topology" "$engine" up ||
+            die "the chosen Redis engine ($engine) did not come up; tools/saio redis single goes back to one Redis"
+    fi
+}
+
 do_start() {
     [ $# -eq 0 ] || die "start takes no options"
     require_root
@@ -202,6 +214,7 @@ do_start() {
     command -v swift-init >/dev/null 2>&1 || die "swift-init not on PATH; run: tools/saio install"
     ensure_memcached
     ensure_redis
+    ensure_redis_engine
     ensure_storage
     if command -v rsyslogd >/dev/null 2>&1 && [ -f "$RSYSLOG_CONF" ]; then
         mkdir -p "$LOG_DIR"
