@@ -135,13 +135,13 @@ def hdd_served(rows):
 
 
 def served_between(before, after):
-    """{device: {counter: I/Os}} each model served between two
-    :func:`hdd_served`; a device whose model daemon restarted in between
-    is left out, as :func:`mass_bench.resources.model_deltas` leaves it."""
-    return dict((device, dict((k, new[k] - before[device][k])
-                              for k in resources.MODEL_COUNTERS))
-                for device, new in after.items() if device in before and
-                before[device].get('model_pid') == new.get('model_pid'))
+    """[{'reads', 'writes', 'syncs'}]: the I/Os each device's model served
+    between two :func:`hdd_served`, as :func:`mass_bench.resources.
+    model_deltas` counts them (a device whose model daemon restarted in
+    between is left out)."""
+    deltas = (resources.model_deltas(before[device], row)
+              for device, row in after.items() if device in before)
+    return [served for served in deltas if served is not None]
 
 
 def costs(acked, replicas, seconds, devices, syncfs):
@@ -150,8 +150,8 @@ def costs(acked, replicas, seconds, devices, syncfs):
     writes = acked * replicas
     if not writes:
         return dict.fromkeys(FIGURES)
-    reads, written, flushed = (sum(d[k] for d in devices.values())
-                               for k in resources.MODEL_COUNTERS)
+    reads, written, flushed = (sum(d[kind] for d in devices)
+                               for kind in resources.MODEL_KINDS)
     return {'ops_per_s': acked / seconds,
             'hdd_ios': (reads + written + flushed) / writes,
             'hdd_writes': written / writes,

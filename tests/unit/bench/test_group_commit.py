@@ -79,7 +79,7 @@ def test_flushes_begun_reads_the_sequences_of_every_process(tmp_path):
 
 def served(reads, writes, syncs, pid=7):
     return {'model_reads': reads, 'model_writes': writes,
-            'model_syncs': syncs, 'model_pid': pid}
+            'model_syncs': syncs, 'model_pid': pid, 'iops_budget': 35}
 
 
 def test_only_modelled_hdd_devices_count():
@@ -96,13 +96,13 @@ def test_served_between_leaves_out_a_restarted_model():
     before = {(1, 'sdc1'): served(1, 5, 2), (2, 'sdc2'): served(0, 0, 0)}
     after = {(1, 'sdc1'): served(3, 35, 12),
              (2, 'sdc2'): served(9, 9, 9, pid=8)}
-    assert gc.served_between(before, after) == {
-        (1, 'sdc1'): {'model_reads': 2, 'model_writes': 30,
-                      'model_syncs': 10}}
+    assert gc.served_between(before, after) == [
+        {'reads': 2, 'writes': 30, 'syncs': 10}]
 
 
 def test_costs_are_per_acknowledged_replica_write():
-    devices = {(1, 'sdc1'): served(2, 30, 10), (2, 'sdc2'): served(0, 30, 14)}
+    devices = [{'reads': 2, 'writes': 30, 'syncs': 10},
+               {'reads': 0, 'writes': 30, 'syncs': 14}]
     figures = gc.costs(acked=10, replicas=3, seconds=5.0, devices=devices,
                        syncfs=12)
     assert figures == {'ops_per_s': 2.0, 'hdd_ios': 86 / 30.0,
