@@ -142,7 +142,7 @@ do_redis() {  # [single|sentinel|cluster]
         if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
             apt_install redis-server redis-tools
         fi
-        "$TEMPLATES/redis-topology" "$kind" up || die "redis: the $kind topology did not come up"
+        redis_engine_up "$kind"
     fi
     set_redis_url "$SWIFT_DIR" "$url"
     marker_set redis "$kind"

@@ -195,6 +195,11 @@ create_test_accounts() {
     say "test accounts exist: $(printf '%s\n' "${!urls[@]}" | sed 's|.*/||' | sort | tr '\n' ' ')"
 }
 
+redis_engine_up() {  # sentinel|cluster: its servers started (idempotent)
+    "$TEMPLATES/redis-topology" "$1" up ||
+        die "the chosen Redis engine ($1) did not come up; tools/saio redis single goes back to one Redis"
+}
+
 # The Redis engine chosen with `tools/saio redis` runs whenever the SAIO
 # does: after a reboot its servers are gone while the configs still name
 # them, and every request's Redis call would fail.
@@ -202,8 +207,7 @@ ensure_redis_engine() {
     local engine
     engine=$(marker_get redis)
     if [ -n "$engine" ] && [ "$engine" != single ]; then
-        "$TEMPLATES/redis-topology" "$engine" up ||
-            die "the chosen Redis engine ($engine) did not come up; tools/saio redis single goes back to one Redis"
+        redis_engine_up "$engine"
     fi
 }
 
