@@ -321,8 +321,8 @@ class QueueConf(object):
 
     def _read_urgent(self, conf):
         """The ``urgent_*`` options: the urgent tenants, the share of a
-        device's slots kept for them, and for how long once they are
-        quiet."""
+        device's slots kept for them, for how long once they are quiet,
+        and whether the others may borrow what they leave idle."""
         section = self.section
         self.urgent_tenants = frozenset(
             list_from_csv(str(conf.get('urgent_tenants', ''))))
@@ -330,6 +330,10 @@ class QueueConf(object):
                                          0.0, 1.0)
         self.urgent_idle_seconds = float_option(
             conf, section, 'urgent_idle_seconds', 30.0, 0.0)
+        #: whether, while isolated, the other tenants may use reserved
+        #: slots no urgent request waits for, all but one
+        self.lend_reserved_slots = bool_option(
+            conf, section, 'lend_reserved_slots', True)
 
     def _read_pools(self, conf):
         """``batch_slots``, and ``adaptive_slots``: the bounds each pool

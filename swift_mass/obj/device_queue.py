@@ -66,6 +66,20 @@ urgent request isolates at once, only ``urgent_idle_seconds`` quiet seconds
 share again, so a tenant that is merely between requests keeps its
 reservation.
 
+A reservation held idle is device time nobody uses: an urgent tenant that
+runs one request at a time beside a writer that could keep every slot busy
+left half of an 8-slot device's slots empty for as long as it was active
+(docs/benchmarks.md, the device-bound placed run).  So, with
+``lend_reserved_slots`` (the default), the other tenants may also use the
+reserved slots while no urgent request waits, up to all the slots but one;
+the free one lets the next urgent arrival start at once, and while an
+urgent request waits no slot goes to another tenant beyond its share, so
+the reserved slots come back to urgent requests as the borrowers' requests
+end.  What an urgent tenant gives up is the second and later of a burst
+starting at once: each waits for a borrowed slot to be released.  Without
+it (strict isolation) the other tenants never use more than the unreserved
+slots.
+
 **Adaptive slots** (the MOS seed's provisioning loop).  With
 ``adaptive_slots``, every ``adaptive_interval`` seconds each slot pool
 measures its utilisation (time-averaged slots in use / slots) since the last
@@ -213,7 +227,8 @@ class DeviceQueue(object):
         :class:`swift_mass.conf.QueueConf` (the options it reads:
         slots_per_device, batch_slots, deadline, priority_slack,
         max_refusals_per_minute, urgent_tenants, urgent_share,
-        urgent_idle_seconds, adaptive_slots and the adaptive_* values).
+        urgent_idle_seconds, lend_reserved_slots, adaptive_slots and the
+        adaptive_* values).
     :param clock: a callable returning seconds (monotonic in production).
     :param on_event: called with EVENT_* names (mode switches, adaptation,
         admissions past the deadline).
@@ -457,8 +472,10 @@ class DeviceQueue(object):
             return None
         if ticket.urgent or self.mode == SHARED:
             return self.general
-        limit = self.general.capacity - self.reserved_slots()
-        if self._normal_in_general < limit:
+        capacity = self.general.capacity  # lending: the module's docstring
+        if self._normal_in_general < capacity - self.reserved_slots() or (
+                self.conf.lend_reserved_slots and not self._urgent_waiting
+                and self.general.in_use < capacity - 1):
             return self.general
         return None
 

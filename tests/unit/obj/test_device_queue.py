@@ -354,7 +354,9 @@ def test_urgent_tenants_compete_with_normal_ones_for_unreserved_slots():
 
 def test_reservation_is_lent_after_urgent_idle_seconds():
     events = []
-    queue, clock = urgent_queue(events)
+    # strict isolation: with lending, the slot the urgent request gives
+    # back would go to the waiting request before the mode changes
+    queue, clock = urgent_queue(events, lend_reserved_slots='false')
     wakes = Wakes()
     urgent = queue.arrive(5, 'AUTH_u')
     normals = [wakes.watch(queue.arrive(5, 'AUTH_n')) for _ in range(3)]
@@ -374,6 +376,69 @@ def test_reservation_is_lent_after_urgent_idle_seconds():
     assert normals[2].state == q.ADMITTED
     assert wakes.woken == [normals[2]]
     assert events == [q.EVENT_ISOLATED, q.EVENT_SHARED]
+
+
+def lending_queue(**options):
+    """8 slots, 4 of them reserved while AUTH_u is active."""
+    return make(slots=8, deadline=600, urgent_tenants='AUTH_u',
+                urgent_share=0.5, **options)
+
+
+def test_strict_isolation_keeps_reserved_slots_idle():
+    queue, _ = lending_queue(lend_reserved_slots='false')
+    queue.arrive(5, 'AUTH_u')
+    normals = [queue.arrive(5, 'AUTH_n') for _ in range(7)]
+    assert [t.state for t in normals] == [q.ADMITTED] * 4 + [q.WAITING] * 3
+    assert queue.stats()['slots_in_use'] == 5
+
+
+def test_reserved_slots_an_urgent_tenant_leaves_idle_are_lent_but_one():
+    """The device-bound bench's case: an urgent tenant with one request at
+    a time beside a writer that keeps every slot it may use busy."""
+    queue, _ = lending_queue()
+    assert queue.conf.lend_reserved_slots  # the default
+    urgent = queue.arrive(5, 'AUTH_u')
+    normals = [queue.arrive(5, 'AUTH_n') for _ in range(8)]
+    # 4 unreserved, and 2 of the 3 reserved slots the urgent one leaves
+    assert [t.state for t in normals] == [q.ADMITTED] * 6 + [q.WAITING] * 2
+    assert (queue.mode, queue.stats()['slots_in_use']) == (q.ISOLATED, 7)
+    # the slot kept free: the next urgent request starts at once
+    second = queue.arrive(5, 'AUTH_u')
+    assert second.state == q.ADMITTED
+    # a slot given back is the free one again
+    queue.release(urgent)
+    assert [t.state for t in normals[6:]] == [q.WAITING] * 2
+    queue.release(second)
+    assert [t.state for t in normals[6:]] == [q.ADMITTED, q.WAITING]
+    assert queue.stats()['slots_in_use'] == 7
+
+
+def test_no_slot_is_lent_while_an_urgent_request_waits():
+    queue, _ = lending_queue()
+    wakes = Wakes()
+    urgents = [queue.arrive(5, 'AUTH_u') for _ in range(2)]
+    normals = [wakes.watch(queue.arrive(9, 'AUTH_n')) for _ in range(8)]
+    assert [t.state for t in normals] == [q.ADMITTED] * 5 + [q.WAITING] * 3
+    # the free slot to the next urgent request; then every slot is in use
+    # and one of the lowest priority waits
+    urgents.append(queue.arrive(5, 'AUTH_u'))
+    fourth = wakes.watch(queue.arrive(0, 'AUTH_u'))
+    assert (urgents[2].state, fourth.state) == (q.ADMITTED, q.WAITING)
+    # a borrowed slot comes back: to the urgent request, not to the
+    # normal requests that arrived before it with a higher priority
+    queue.release(normals[0])
+    assert fourth.state == q.ADMITTED
+    assert [t.state for t in normals[5:]] == [q.WAITING] * 3
+    # 3 normal requests run: the next one is within the normal share
+    queue.release(normals[1])
+    assert [t.state for t in normals[5:]] == [q.ADMITTED] + [q.WAITING] * 2
+    assert queue.stats()['slots_in_use'] == 8
+    assert wakes.woken == [fourth, normals[5]]
+    # the urgent requests end: their slots are lent, all but one
+    for urgent in urgents + [fourth]:
+        queue.release(urgent)
+    assert [t.state for t in normals[6:]] == [q.ADMITTED] * 2
+    assert queue.stats()['slots_in_use'] == 6
 
 
 def test_stats_report_the_mode_the_clock_has_reached():
