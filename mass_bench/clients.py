@@ -25,7 +25,8 @@ its ``ObjectSet`` by the workload's popularity (uniform: each client its
 own slice of the names; Zipf: one set shared by the tenant's clients, so
 that all of them find the same objects hot).  Per request a client
 records when it began, its latency, status, bytes and how Mass answered
-a GET (:func:`served_by`); ``mass_bench.summary`` makes figures of these
+a GET (:func:`served_by`; None where its API cannot tell, as through
+s3api); ``mass_bench.summary`` makes figures of these
 rows.  The process measures its own CPU seconds over the window
 (``cpu_between``): the bench adds them up as the load generator's.
 
@@ -124,6 +125,9 @@ class SwiftApi(object):
     """A tenant's requests in Swift's API: its token, on its storage URL
     (or ``url``, another proxy's same path)."""
 
+    # Mass's X-Mass-Cache and X-Mass-Merge reach a Swift-API client
+    tells_how_mass_answered = True
+
     def __init__(self, tenant, url=None):
         self.conn = Connection(url or tenant.url)
         self.token = tenant.token
@@ -141,6 +145,10 @@ class S3Api(object):
     path-style ``/BUCKET/KEY`` at the root of the proxy of its storage URL
     (or of ``url``), signed with AWS SigV4 by botocore, tempauth's user
     (``account:user``) as the access key and its key as the secret."""
+
+    # s3api passes on only the headers S3 defines, so an S3 client cannot
+    # tell a hit from a miss: its GETs' rows say None (unknown), not ''
+    tells_how_mass_answered = False
 
     def __init__(self, tenant, url=None):
         parsed = urllib.parse.urlsplit(url or tenant.url)
@@ -256,9 +264,12 @@ def client(tenant, workload, container, objects, seed, start, stop_at, out):
             objects.add(name)
         elif op == 'DELETE' and status // 100 == 2:
             objects.discard(name)
+        served = ''
+        if op == 'GET':
+            served = served_by(answer) if api.tells_how_mass_answered \
+                else None
         out.append((began - start, op, latency, status,
-                    size if op == 'PUT' else length,
-                    served_by(answer) if op == 'GET' else ''))
+                    size if op == 'PUT' else length, served))
         done += 1
 
 

@@ -71,6 +71,7 @@ def summarise(rows, warmup, seconds):
     gets = [r for r in ok if r[1] == 'GET' and r[3] // 100 == 2]
     hits = sum(1 for r in gets if r[5] == 'hit')
     merged = sum(1 for r in gets if r[5] == 'merged')
+    told = not any(r[5] is None for r in gets)
     return {
         'operations': len(measured),
         'errors': len(measured) - len(ok),
@@ -83,8 +84,9 @@ def summarise(rows, warmup, seconds):
         'statuses': dict(collections.Counter(str(r[3]) for r in measured)),
         'gets': len(gets),
         'hits': hits,
-        'hit_ratio': hits / len(gets) if gets else None,
-        'merged_ratio': merged / len(gets) if gets else None,
+        # None where the client could not tell (an S3 client's GETs)
+        'hit_ratio': hits / len(gets) if gets and told else None,
+        'merged_ratio': merged / len(gets) if gets and told else None,
     }
 
 
@@ -128,8 +130,10 @@ def overall(tenants):
     ops = sum(f['ops_per_s'] for f in tenants.values())
     weighted = [(f['mean_ms'], f['ops_per_s']) for f in tenants.values()
                 if f['mean_ms'] is not None]
-    gets = sum(f['gets'] for f in tenants.values())
-    hits = sum(f['hits'] for f in tenants.values())
+    # the hit ratio of the tenants whose clients could tell a hit
+    told = [f for f in tenants.values() if f.get('hit_ratio') is not None]
+    gets = sum(f['gets'] for f in told)
+    hits = sum(f['hits'] for f in told)
     return {'ops_per_s': ops,
             'mb_per_s': sum(f['mb_per_s'] for f in tenants.values()),
             'mean_ms': sum(m * n for m, n in weighted) / ops if ops

@@ -171,6 +171,33 @@ def test_merged_reads_are_counted_per_successful_get(fake_proxy):
         'merge']['merged_ratio'] == pytest.approx(0.2)
 
 
+class S3Tenant(Tenant):
+    user, key = 'photos:web', 'web'
+
+
+def test_an_s3_clients_hit_ratio_is_unknown_not_zero(fake_proxy):
+    """s3api passes on only the headers S3 defines, so an S3 client never
+    sees X-Mass-Cache: its GETs are neither hits nor misses to the bench
+    (the 2026-12-06 S3 run printed 'hits 0.0 %' for a tenant whose
+    GetObjects were about 70 % hits), and the hit ratio of all tenants
+    is that of the tenants whose clients can tell."""
+    fake_proxy.hot = set(NAMES[:5])
+    w = workloads.parse('get=1,size=1k,objects=10,api=s3')
+    out = []
+    clients.client(S3Tenant(), w.with_options(operations=200), 'cont',
+                   clients.ObjectSet(NAMES[:10]), 1, time.time(),
+                   time.time() + 60, out)
+    assert {r[5] for r in out} == {None}
+    s3 = summary.summarise(out, 0.0, 10.0)
+    assert s3['gets'] == 200
+    assert (s3['hit_ratio'], s3['merged_ratio']) == (None, None)
+    assert ' hits ' not in report.format_run(
+        {'tenants': {'dbdump': dict(s3, workload='A', mb_per_s=0.0)}})
+    swift = figures(hits=30, gets=40)
+    assert summary.overall({'photos': swift, 'dbdump': s3})[
+        'hit_ratio'] == pytest.approx(0.75)
+
+
 def test_summarise_hit_ratio_of_measured_gets():
     rows = [(1.0, 'GET', 0.01, 200, 10, 'hit')] * 3 + \
         [(1.0, 'GET', 0.01, 200, 10, 'miss')] + \
