@@ -267,6 +267,14 @@ def add_run_arguments(parser):
                         'sync, then wait this long before the clients '
                         'start, so the seeding\'s write-back does not '
                         'fall in the window (default %(default)s)')
+    parser.add_argument('--reset-data', action='store_true',
+                        help='before each run, wipe the cluster\'s '
+                        'accounts, containers and objects (tools/saio '
+                        'reset: Swift restarted, memcached flushed, Redis '
+                        'kept), so that every run starts from an empty '
+                        'cluster: for workloads whose runs together write '
+                        'more than the devices hold (the internal change\'s '
+                        'upload burst writes about 8 GiB a run)')
     parser.add_argument('--scale', type=float, default=1.0,
                         help='multiply object sizes (MOS video/backup '
                         'sizes do not fit a test machine)')
@@ -322,6 +330,7 @@ def main(argv=None):
     except ValueError as err:
         print('tools/bench: %s' % err, file=sys.stderr)
         return 2
+    bench.reset_data = args.reset_data
     for tenant in tenants:
         tenant.authenticate(args.auth_url)
     os.makedirs(args.out, exist_ok=True)

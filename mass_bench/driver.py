@@ -280,6 +280,8 @@ class Bench(Modes):
                 sequence = sequence[:i + 1] + [base] + sequence[i + 1:]
             seen_base = False
             for mode in sequence:
+                if self.reset_data:
+                    self.wipe_data()
                 self.switch(mode)
                 is_control = mode == base and seen_base
                 seen_base = seen_base or mode == base

@@ -168,6 +168,8 @@ class Modes(object):
         # experiments, --staged: docs/benchmarks/adaptation); the steady
         # state's mass runs start from what the loop holds
         self.cold_start = False
+        # whether each run starts from an empty cluster (--reset-data)
+        self.reset_data = False
         self.pipeline = None  # 'with' or 'without' once switched
         # {tenant label: its containers' policy in placed, '' for the
         # default}, found when placed first runs
@@ -190,6 +192,21 @@ class Modes(object):
         subprocess.run([self.saio, 'pipeline', mode], check=True,
                        stdout=subprocess.DEVNULL)
         self.pipeline = mode
+
+    def wipe_data(self):
+        """Wipe the cluster's accounts, containers and objects
+        (``tools/saio reset``: Swift stopped and started again, memcached
+        flushed, Redis and the configs kept), so that a run starts from an
+        empty cluster; the next :meth:`switch` logs the tenants in again
+        (the flush took their tokens)."""
+        if self.saio is None:
+            raise RuntimeError('wiping the cluster\'s data needs '
+                               'tools/saio (--saio PATH)')
+        began = time.time()
+        subprocess.run([self.saio, 'reset'], check=True,
+                       stdout=subprocess.DEVNULL)
+        self.progress('reset: the cluster\'s data wiped in %.0f s '
+                      '(tools/saio reset)' % (time.time() - began))
 
     def restore_pipeline(self):
         """Put Mass back in the pipelines if a mode took it out: the

@@ -529,6 +529,48 @@ def test_starting_objects_go_through_the_seed_proxy():
         'http://127.0.0.1:8082/v1/AUTH_photos'
 
 
+def test_with_reset_data_each_run_starts_from_a_wiped_cluster(
+        tmp_path, monkeypatch):
+    """--reset-data: ``tools/saio reset`` before each run's switch (which
+    logs the tenants in again: the reset flushed their tokens); without
+    it, no reset."""
+    called = tmp_path / 'called'
+    saio = tmp_path / 'saio'
+    saio.write_text('#!/bin/sh\necho "$*" >> %s\n' % called)
+    saio.chmod(0o755)
+    tenant = clients.Tenant.parse('photos:web:web=A')
+    logins = []
+    monkeypatch.setattr(clients.Tenant, 'authenticate',
+                        lambda self, auth_url: logins.append(
+                            called.read_text().splitlines()[-1]))
+    for reset in (True, False):
+        if called.exists():
+            called.unlink()
+        said = []
+        runner = driver.Bench([tenant], 'http://p/auth/v1.0',
+                              saio=str(saio), settle=0, progress=said.append)
+        runner.reset_data = reset
+        monkeypatch.setattr(runner, 'run_unit', lambda label: {
+            'label': label, 'tenants': {}})
+        monkeypatch.setattr(driver.report, 'format_phased_run',
+                            lambda r: '')
+        for name in ('summary', 'per_tenant_summary', 'between_modes',
+                     'resource_summary', 'cost_summary'):
+            monkeypatch.setattr(driver.summary, name, lambda *a: {})
+        del logins[:]
+        runner.compare(['default'], 1, control=True, base='default')
+        if reset:
+            assert called.read_text().splitlines() == [
+                'reset', 'pipeline without', 'reset']
+            # each run's tenants logged in after the reset
+            assert logins == ['pipeline without', 'reset']
+            assert len([line for line in said
+                        if line.startswith('reset: the cluster\'s data '
+                                           'wiped in ')]) == 2
+        else:
+            assert called.read_text().splitlines() == ['pipeline without']
+
+
 # ---- the command line, results.json and the plots
 
 def test_settle_option(monkeypatch):
