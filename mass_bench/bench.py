@@ -244,7 +244,7 @@ def add_arguments(parser):
 def add_run_arguments(parser):
     """tools/bench's options of how a comparison runs (cycles, base,
     seconds, settling, scale, staged runs), of the cluster it runs against
-    and of where its results go."""
+    (:func:`add_cluster_arguments`) and of where its results go."""
     parser.add_argument('--cycles', type=int, default=3,
                         help='ABBA cycles (at least 3 for a comparison; '
                         'to tell a 10 %% effect at least 5, of at least '
@@ -267,14 +267,6 @@ def add_run_arguments(parser):
                         'sync, then wait this long before the clients '
                         'start, so the seeding\'s write-back does not '
                         'fall in the window (default %(default)s)')
-    parser.add_argument('--reset-data', action='store_true',
-                        help='before each run, wipe the cluster\'s '
-                        'accounts, containers and objects (tools/saio '
-                        'reset: Swift restarted, memcached flushed, Redis '
-                        'kept), so that every run starts from an empty '
-                        'cluster: for workloads whose runs together write '
-                        'more than the devices hold (the internal change\'s '
-                        'upload burst writes about 8 GiB a run)')
     parser.add_argument('--scale', type=float, default=1.0,
                         help='multiply object sizes (MOS video/backup '
                         'sizes do not fit a test machine)')
@@ -289,6 +281,20 @@ def add_run_arguments(parser):
                         'same containers, in the ABBA cycles '
                         '(docs/benchmarks/adaptation; without --tenant, '
                         'its tenants)')
+    add_cluster_arguments(parser)
+    parser.add_argument('--out', default='bench-results',
+                        help='directory for results.json and the plots')
+    parser.add_argument('--no-plots', action='store_true',
+                        help='no PNG plots (without matplotlib there are '
+                        'none anyway)')
+    parser.add_argument('--redraw', metavar='DIR',
+                        help='run nothing: draw the plots of DIR\'s '
+                        'results.json (or results.json.gz) into DIR again')
+
+
+def add_cluster_arguments(parser):
+    """tools/bench's options of the cluster it runs against: its proxies,
+    its tools/saio and whether each run starts from an empty one."""
     parser.add_argument('--auth-url', default='http://127.0.0.1:8080/'
                         'auth/v1.0')
     parser.add_argument('--seed-url', help='a proxy (e.g. the SAIO\'s '
@@ -299,14 +305,14 @@ def add_run_arguments(parser):
                         '--auth-url\'s proxy (default: that proxy too)')
     parser.add_argument('--saio', default=default_saio(),
                         help='the tools/saio that switches pipelines')
-    parser.add_argument('--out', default='bench-results',
-                        help='directory for results.json and the plots')
-    parser.add_argument('--no-plots', action='store_true',
-                        help='no PNG plots (without matplotlib there are '
-                        'none anyway)')
-    parser.add_argument('--redraw', metavar='DIR',
-                        help='run nothing: draw the plots of DIR\'s '
-                        'results.json (or results.json.gz) into DIR again')
+    parser.add_argument('--reset-data', action='store_true',
+                        help='before each run, wipe the cluster\'s '
+                        'accounts, containers and objects (tools/saio '
+                        'reset: Swift restarted, memcached flushed, Redis '
+                        'kept), so that every run starts from an empty '
+                        'cluster: for workloads whose runs together write '
+                        'more than the devices hold (the internal change\'s '
+                        'upload burst writes about 8 GiB a run)')
 
 
 def main(argv=None):
