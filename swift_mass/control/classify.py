@@ -20,6 +20,7 @@ batched admission, request collapsing) is paid per request, and by bytes a
 single large backup upload would outweigh thousands of small reads.
 """
 import collections
+import math
 
 # the classes are the wire contract's: the proxies tag requests with them
 from swift_mass.tags import CLASSES, MIXED, READ, WRITE  # noqa: F401
@@ -35,6 +36,14 @@ Thresholds = collections.namedtuple('Thresholds', [
 
 DEFAULT_THRESHOLDS = Thresholds(read_share=0.8, write_share=0.2,
                                 min_requests=50, hysteresis=0.05)
+
+#: standard errors of the window's read share by which it must lie past a
+#: class's threshold before a tenant leaves the class, when that is more
+#: than the hysteresis: a window of a hundred-odd requests measures a share
+#: of 0.2 only to about 0.035, and a tenant whose workload sat on the
+#: write threshold changed class six times in four minutes
+#: (docs/benchmarks/adaptation-internal-diagnostic-2026-12-06)
+EXIT_STANDARD_ERRORS = 2.0
 
 
 def check_thresholds(thresholds):
@@ -61,18 +70,34 @@ def classify(reads, writes, previous=UNKNOWN,
     window and was `previous` before.
 
     Below ``min_requests`` the previous class stands.  A tenant enters READ
-    at ``read_share`` and leaves it only below ``read_share - hysteresis``;
-    WRITE likewise on the other side; so a tenant hovering on a threshold
-    does not flap.
+    at ``read_share`` and leaves it only once its share is below
+    ``read_share`` by the :func:`exit_margin`; WRITE likewise on the other
+    side; so a tenant hovering on a threshold does not flap.
     """
     t = thresholds
-    if reads + writes < t.min_requests:
+    requests = reads + writes
+    if requests < t.min_requests:
         return previous
-    share = reads / (reads + writes)
-    read_bar = t.read_share - (t.hysteresis if previous == READ else 0.0)
-    write_bar = t.write_share + (t.hysteresis if previous == WRITE else 0.0)
+    share = reads / requests
+    read_bar = t.read_share - (exit_margin(t.read_share, requests, t)
+                               if previous == READ else 0.0)
+    write_bar = t.write_share + (exit_margin(t.write_share, requests, t)
+                                 if previous == WRITE else 0.0)
     if share >= read_bar:
         return READ
     if share <= write_bar:
         return WRITE
     return MIXED
+
+
+def exit_margin(threshold, requests, thresholds=DEFAULT_THRESHOLDS):
+    """How far past ``threshold`` a share measured over ``requests``
+    requests must lie for a tenant to leave the class the threshold
+    bounds: the hysteresis, or ``EXIT_STANDARD_ERRORS`` standard errors
+    of such a share when that is more, never more than half the gap
+    between the thresholds (so a jump across the whole range always
+    leaves)."""
+    spread = EXIT_STANDARD_ERRORS * math.sqrt(
+        threshold * (1.0 - threshold) / requests)
+    return min(max(thresholds.hysteresis, spread),
+               (thresholds.read_share - thresholds.write_share) / 2.0)

@@ -39,12 +39,17 @@ def test_no_decision_below_min_requests(reads, writes, previous):
 
 
 @pytest.mark.parametrize('reads, writes, previous, expected', [
-    # a read-dominated tenant slipping just under 0.8 stays read
-    (78, 22, READ, READ), (75, 25, READ, READ), (74, 26, READ, MIXED),
+    # a read-dominated tenant slipping just under 0.8 stays read: by the
+    # hysteresis (0.05) over 1000 requests
+    (780, 220, READ, READ), (750, 250, READ, READ), (740, 260, READ, MIXED),
+    # and by two standard errors of the share (0.08) over 100
+    (74, 26, READ, READ), (73, 27, READ, READ), (71, 29, READ, MIXED),
     # a mixed one needs the full 0.8 to become read
     (78, 22, MIXED, MIXED), (80, 20, MIXED, READ),
     # the same on the write side
-    (22, 78, WRITE, WRITE), (25, 75, WRITE, WRITE), (26, 74, WRITE, MIXED),
+    (220, 780, WRITE, WRITE), (250, 750, WRITE, WRITE),
+    (260, 740, WRITE, MIXED),
+    (26, 74, WRITE, WRITE), (27, 73, WRITE, WRITE), (29, 71, WRITE, MIXED),
     (22, 78, MIXED, MIXED), (20, 80, MIXED, WRITE),
     # hysteresis never blocks a jump across the whole range
     (0, 100, READ, WRITE), (100, 0, WRITE, READ),
@@ -60,6 +65,31 @@ def test_oscillating_tenant_does_not_flap():
         previous = c.classify(share, 100 - share, previous)
         seen.append(previous)
     assert seen == [READ] * 7
+
+
+def test_a_tenant_on_a_threshold_keeps_its_class_through_the_noise():
+    # photos' upload burst (80 % PUTs) in the internal change's
+    # diagnostic: its windows' requests and read shares, from READ on
+    # (docs/benchmarks/adaptation-internal-diagnostic-2026-12-06); it
+    # changed class at each window, six policies in four minutes
+    windows = [(21, 72), (24, 99), (41, 122), (29, 116), (42, 118),
+               (21, 90)]
+    previous, seen = READ, []
+    for reads, writes in windows:
+        previous = c.classify(reads, writes, previous)
+        seen.append(previous)
+    assert seen == [MIXED, WRITE, WRITE, WRITE, WRITE, WRITE]
+
+
+def test_the_exit_margin():
+    t = c.DEFAULT_THRESHOLDS
+    # many requests: the hysteresis
+    assert c.exit_margin(0.8, 10000) == t.hysteresis
+    # a hundred-odd: two standard errors of the share
+    assert c.exit_margin(0.2, 163) == pytest.approx(2 * (0.16 / 163) ** 0.5)
+    # a few: never more than half the gap between the thresholds
+    assert c.exit_margin(0.8, 1) == pytest.approx(0.3)
+    assert c.classify(0, 1, READ, t._replace(min_requests=1)) == WRITE
 
 
 def test_custom_thresholds():
