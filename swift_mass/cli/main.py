@@ -33,6 +33,10 @@ Subcommands, by the module of :mod:`swift_mass.cli` that runs them::
                                    credentials as swift takes them:
                                    ST_AUTH, ST_USER, ST_KEY or Keystone's
                                    OS_* (or -A, -U, --os-auth-url, ...))
+    swift-mass auto-migrate [--once] [-v]
+                                   (the same moves, started as tenants'
+                                   policies stand: opt-in, auto_migrate =
+                                   true in [filter:mass]; same credentials)
     swift-mass urgent TENANT [--on | --off]
     swift-mass opt-out TENANT [--on | --off]
                                    (urgent: the tenant's urgent mark, or
@@ -87,7 +91,7 @@ import swift_mass
 GROUPS = (
     ('control', ('status', 'tenants', 'explain', 'pin', 'unpin',
                  'forget')),
-    ('migrate', ('migrate',)),
+    ('migrate', ('migrate', 'auto-migrate')),
     ('urgent', ('urgent', 'opt-out')),
     ('rings', ('check-rings',)),
     ('queue', ('queue',)),

@@ -30,6 +30,10 @@ STORES = ('redis', 'memcache', 'local')
 DEFAULT_STORE_RETRY_AFTER = 30
 CACHE_BACKENDS = ('redis', 'memcache', 'local')
 DEFAULT_MIGRATE_RETRY_AFTER = 60
+#: the classes whose tenants ``swift-mass auto-migrate`` moves by default:
+#: a move refuses the container's writes while it lasts, and a read
+#: tenant's are few
+DEFAULT_AUTO_MIGRATE_CLASSES = (tags.READ,)
 
 
 def _warmup_option(conf, section, window):
@@ -208,3 +212,50 @@ class MassConf(object):
         self.store = StoreConf(conf, section)
         self.cache = CacheConf(conf, section)
         self.merge = MergeConf(conf, section)
+        self.auto_migrate = AutoMigrateConf(conf, self.control.window,
+                                            section)
+
+
+class AutoMigrateConf(object):
+    """The ``auto_migrate*`` options of ``[filter:mass]``: what
+    ``swift-mass auto-migrate`` (:mod:`swift_mass.cli.migrate.auto`) moves,
+    and how often.  The proxies parse them too, so a bad one stops them
+    at start-up as any other option of the section does.
+
+    :param window: the control loop's ``window_seconds``; a tenant's
+        policy must stand at least that long before its containers move
+        (never faster than the classifier's hysteresis).
+    """
+
+    def __init__(self, conf, window, section=SECTION):
+        #: opt-in: without it the command moves nothing
+        self.enabled = bool_option(conf, section, 'auto_migrate', False)
+        #: seconds a tenant's policy must have stood unchanged
+        self.after = float_option(conf, section, 'auto_migrate_after',
+                                  max(600.0, window), float(window))
+        #: seconds between two passes; each moves at most one container
+        self.interval = float_option(conf, section, 'auto_migrate_interval',
+                                     60.0, 1.0)
+        #: a container with more objects is left to the operator
+        self.max_objects = int_option(conf, section,
+                                      'auto_migrate_max_objects', 100000, 1)
+        #: seconds between marking a container and its last listing
+        #: (``swift-mass migrate --settle``): at least the proxies'
+        #: ``recheck_container_existence``
+        self.settle = float_option(conf, section, 'auto_migrate_settle',
+                                   60.0, 0.0)
+        #: copies and deletes in flight during a move
+        self.concurrency = int_option(conf, section,
+                                      'auto_migrate_concurrency', 4, 1, 64)
+        self.classes = _classes_option(conf, section, 'auto_migrate_classes',
+                                       DEFAULT_AUTO_MIGRATE_CLASSES)
+
+
+def _classes_option(conf, section, option, default):
+    """A comma-separated list of workload classes, at least one."""
+    raw = conf.get(option, ','.join(default))
+    names = tuple(name.strip().lower() for name in str(raw).split(','))
+    if not all(name in tags.CLASSES for name in names):
+        raise invalid_option(section, option, raw, 'a comma-separated list '
+                             'of %s' % ', '.join(tags.CLASSES))
+    return names

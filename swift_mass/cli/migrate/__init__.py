@@ -87,6 +87,7 @@ from swift_mass.cli.migrate.decisions import (  # noqa
 from swift_mass.cli.migrate.journal import Journal  # noqa
 from swift_mass.cli.migrate.lock import Lock, LockHeld  # noqa
 from swift_mass.cli.migrate.migrator import Migrator
+from swift_mass.cli.migrate import auto
 
 
 def command(args, table, progress):
@@ -187,7 +188,8 @@ def run(args, parser=None):
 
 
 def add_parsers(subparsers):
-    """Register ``migrate plan``, ``migrate run`` and ``migrate abort``."""
+    """Register ``migrate plan``, ``migrate run`` and ``migrate abort``,
+    and ``auto-migrate`` (:mod:`.auto`), which starts the same moves."""
     p = subparsers.add_parser('migrate', help='move a tenant\'s containers '
                               'to its substore (plan: show what would move)')
     actions = p.add_subparsers(dest='action', required=True)
@@ -213,3 +215,4 @@ def add_parsers(subparsers):
         p.add_argument('--lock-ttl', type=int, default=30,
                        help='seconds the lock of a killed run lasts')
         p.set_defaults(func=lambda args, p=p: run(args, p))
+    auto.add_parser(subparsers)

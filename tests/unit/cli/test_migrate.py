@@ -219,8 +219,9 @@ class FakeConn(object):
     def get_account(self, marker='', limit=None, full_listing=False):
         self.swift.alive()
         names = sorted(n for n in self.swift.containers if n > marker)
-        return {}, self._listed([{'name': n} for n in names], limit,
-                                full_listing)
+        return {}, self._listed([{'name': n, 'count': len(
+            self.swift.containers[n]['objects'])} for n in names], limit,
+            full_listing)
 
     def head_container(self, name, headers=None):
         self.swift.alive()

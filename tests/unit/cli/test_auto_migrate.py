@@ -1,0 +1,243 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""swift-mass auto-migrate: which tenants are due, which container moves,
+and passes against the in-memory account of test_migrate (a move it
+starts is Migrator's, as safe as an operator's)."""
+import functools
+import logging
+
+import pytest
+
+from swift_mass.cli import main as cli_main
+from swift_mass.cli.migrate import auto
+from swift_mass.cli.migrate.decisions import MigrationError
+from swift_mass.cli.migrate.migrator import Migrator
+from swift_mass.conf import ConfigError
+from swift_mass.control.entry import PolicyEntry
+from swift_mass.control.stores.local import LocalStore
+from swift_mass.proxy.conf import AutoMigrateConf, MassConf
+from tests.unit.cli.test_migrate import (
+    FakeConn, FakeSwift, populate, snapshot)
+
+TENANT = 'AUTH_photos'
+
+
+def conf(**options):
+    options = dict({'auto_migrate': 'true', 'auto_migrate_after': '120',
+                    'auto_migrate_interval': '10',
+                    'auto_migrate_settle': '5'}, **options)
+    return AutoMigrateConf(options, 60)
+
+
+# --- options ----------------------------------------------------------------
+
+def test_options_default_to_off_and_slow():
+    c = MassConf({}).auto_migrate
+    assert (c.enabled, c.after, c.interval, c.max_objects, c.settle,
+            c.concurrency, c.classes) == (False, 600.0, 60.0, 100000, 60.0,
+                                          4, ('read',))
+
+
+@pytest.mark.parametrize('option, value, allowed', [
+    ('auto_migrate', 'ture', 'one of true'),
+    ('auto_migrate_after', '30', 'a number >= 60'),
+    ('auto_migrate_interval', '0', 'a number >= 1'),
+    ('auto_migrate_max_objects', 'many', 'an integer >= 1'),
+    ('auto_migrate_concurrency', '65', 'an integer from 1 to 64'),
+    ('auto_migrate_classes', 'read,bogus', 'a comma-separated list of '
+     'read, write, mixed'),
+    ('auto_migrate_classes', '', 'a comma-separated list'),
+])
+def test_a_bad_option_stops_start_up_naming_it(option, value, allowed):
+    with pytest.raises(ConfigError) as caught:
+        MassConf({option: value, 'window_seconds': '60'})
+    assert '[filter:mass] %s = %r is not valid; allowed: %s' % (
+        option, value, allowed) in str(caught.value)
+
+
+def test_a_policy_must_stand_at_least_the_window():
+    # never faster than the classifier: after >= window_seconds
+    assert MassConf({'window_seconds': '900'}).auto_migrate.after == 900.0
+    with pytest.raises(ConfigError):
+        MassConf({'window_seconds': '900', 'auto_migrate_after': '600'})
+
+
+# --- decisions --------------------------------------------------------------
+
+def entry(cls='read', substore='fast', since=0.0, **kwargs):
+    return PolicyEntry(cls, substore=substore, since=since, **kwargs)
+
+
+def test_due_tenants_stood_long_enough_in_a_class_moved_towards_a_substore():
+    table = {
+        'AUTH_old': entry(since=10.0),
+        'AUTH_older': entry(since=5.0),
+        'AUTH_young': entry(since=950.0),
+        'AUTH_writer': entry('write', 'bulk', since=0.0),
+        'AUTH_nowhere': entry(substore='', since=0.0),
+        'AUTH_out': entry('unknown', '', opted_out=True, validated=True),
+    }
+    due, waiting = auto.due_tenants(table, 1000.0, conf())
+    assert due == ['AUTH_older', 'AUTH_old']
+    assert waiting == {'AUTH_young': 'its policy has stood 50 s of 120'}
+    due, _ = auto.due_tenants(table, 1000.0, conf(
+        auto_migrate_classes='read,write'))
+    assert due == ['AUTH_writer', 'AUTH_older', 'AUTH_old']
+
+
+def test_next_container_finishes_a_move_first_and_keeps_to_the_limit():
+    rows = [{'container': 'a', 'move': 'no: already in fast', 'objects': 1},
+            {'container': 'b', 'move': 'yes', 'objects': 50},
+            {'container': 'c', 'move': 'yes', 'objects': 5},
+            {'container': 'd', 'move': 'in progress (phase empty)',
+             'phase': 'empty', 'objects': 0}]
+    assert auto.next_container(rows, 100)['container'] == 'd'
+    assert auto.next_container(rows[:3], 100)['container'] == 'b'
+    assert auto.next_container(rows[:3], 10)['container'] == 'c'
+    assert auto.next_container(rows[:1], 10) is None
+
+
+# --- passes -----------------------------------------------------------------
+
+class Cluster(object):
+    """One tenant's account (test_migrate's in-memory Swift) behind the
+    login and the connector AutoMigrator uses, and a policy table."""
+
+    def __init__(self, mass=True):
+        self.swift = FakeSwift()
+        self.mass = mass
+        self.store = LocalStore()
+        self.logged_in = 0
+
+    def login(self, creds):
+        self.logged_in += 1
+        return 'http://proxy/v1/AUTH_admin', 'token'
+
+    def connector(self, creds, tenant, retries=5, auth=None):
+        assert tenant == TENANT and auth is not None
+        swift, mass = self.swift, self.mass
+
+        class Conn(FakeConn):
+            def get_capabilities(self):
+                info = super(Conn, self).get_capabilities()
+                if not mass:
+                    info.pop('mass_migrate')
+                return info
+        return 'http://proxy/v1/' + tenant, lambda: Conn(swift)
+
+    def policy(self, **kwargs):
+        self.store.put_table({TENANT: entry(**kwargs).to_dict()})
+
+    def mover(self, **options):
+        return auto.AutoMigrator(
+            conf(**options), self.store, {}, logging.getLogger('test'),
+            clock=self.swift.clock, login=self.login,
+            connector=self.connector, migrator=functools.partial(
+                Migrator, sleep=self.swift.sleep, clock=self.swift.clock))
+
+
+def test_a_pass_moves_a_tenants_container_to_its_substore_whole():
+    cluster = Cluster()
+    populate(cluster.swift)
+    before = snapshot(cluster.swift, 'c')
+    cluster.policy(since=cluster.swift.now - 200)
+    mover = cluster.mover()
+    result = mover.run_once()
+    assert result['moved']['container'] == 'c'
+    assert result['moved']['status'] == 'moved'
+    assert cluster.swift.containers['c']['policy'] == 'fast'
+    assert cluster.swift.containers['c']['mark'] is None
+    assert snapshot(cluster.swift, 'c') == before
+    # one container a pass: segs is the next one's
+    assert cluster.swift.containers['segs']['policy'] == 'standard'
+    assert mover.run_once()['moved']['container'] == 'segs'
+    assert set(cluster.swift.containers) == {'c', 'segs'}
+    # then nothing is left to move
+    assert mover.run_once()['moved'] is None
+
+
+def test_nothing_moves_before_the_policy_has_stood():
+    cluster = Cluster()
+    populate(cluster.swift)
+    cluster.policy(since=cluster.swift.now - 100)
+    result = cluster.mover().run_once()
+    assert result['moved'] is None
+    assert result['waiting'] == {TENANT: 'its policy has stood 100 s of 120'}
+    assert cluster.logged_in == 0
+    assert cluster.swift.containers['c']['policy'] == 'standard'
+
+
+def test_nothing_moves_while_mass_is_out_of_the_proxys_pipeline():
+    cluster = Cluster(mass=False)
+    populate(cluster.swift)
+    cluster.policy(since=0.0)
+    result = cluster.mover().run_once()
+    assert result['moved'] is None
+    assert 'no mass_migrate' in result['skipped']['*']
+    assert cluster.swift.containers['c']['policy'] == 'standard'
+
+
+def test_a_container_over_the_limit_is_left_to_the_operator():
+    cluster = Cluster()
+    populate(cluster.swift)  # c holds 17 objects, segs 2
+    cluster.policy(since=0.0)
+    mover = cluster.mover(auto_migrate_max_objects='10')
+    assert mover.run_once()['moved']['container'] == 'segs'
+    assert mover.run_once()['moved'] is None
+    assert cluster.swift.containers['c']['policy'] == 'standard'
+
+
+def test_a_failed_move_waits_then_is_finished_from_its_journal():
+    cluster = Cluster()
+    populate(cluster.swift)
+    cluster.swift.add_container('a-first', 'standard')
+    cluster.swift.add_object('a-first', 'kept', body=b'kept')
+    before = snapshot(cluster.swift, 'a-first')
+    cluster.policy(since=0.0)
+    mover = cluster.mover()
+    working = mover.migrator
+
+    def failing(*args, **kwargs):
+        migrator = working(*args, **kwargs)
+
+        def down(*args):
+            raise MigrationError('a node is down')
+        migrator.phases['empty'].run = down
+        return migrator
+    mover.migrator = failing
+    result = mover.run_once()
+    assert result['moved'] is None
+    assert 'a node is down' in result['skipped'][TENANT]
+    # as a failed run of the operator's: writable, its journal kept
+    assert cluster.swift.containers['a-first']['mark'] is None
+    assert cluster.swift.containers['a-first']['policy'] == 'standard'
+    mover.migrator = working
+    # the failed container waits auto_migrate_after; the others move
+    assert mover.run_once()['moved']['container'] == 'c'
+    assert mover.run_once()['moved']['container'] == 'segs'
+    assert mover.run_once()['moved'] is None
+    cluster.swift.sleep(120)
+    moved = mover.run_once()['moved']
+    assert (moved['container'], moved['status']) == ('a-first', 'moved')
+    assert cluster.swift.containers['a-first']['policy'] == 'fast'
+    assert snapshot(cluster.swift, 'a-first') == before
+    assert set(cluster.swift.containers) == {'a-first', 'c', 'segs'}
+
+
+def test_the_command_refuses_to_run_while_auto_migrate_is_off(tmp_path,
+                                                              capsys):
+    path = tmp_path / 'proxy-server.conf'
+    path.write_text('[filter:mass]\nuse = egg:swift_mass#mass\n'
+                    'redis_url = redis://127.0.0.1:1/0\n')
+    assert cli_main.main(['--conf', str(path), 'auto-migrate',
+                          '--once']) == 2
+    assert 'auto_migrate is off' in capsys.readouterr().err
