@@ -33,7 +33,7 @@ Subcommands, by the module of :mod:`swift_mass.cli` that runs them::
                                    credentials as swift takes them:
                                    ST_AUTH, ST_USER, ST_KEY or Keystone's
                                    OS_* (or -A, -U, --os-auth-url, ...))
-    swift-mass auto-migrate [--once] [-v]
+    swift-mass auto-migrate [TENANT...] [--once] [-v]
                                    (the same moves, started as tenants'
                                    policies stand: opt-in, auto_migrate =
                                    true in [filter:mass]; same credentials)

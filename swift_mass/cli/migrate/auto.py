@@ -90,10 +90,12 @@ class AutoMigrator(object):
     ``store``, with the reseller admin's credentials ``creds``
     (:func:`swift_mass.cli.client.credentials`)."""
 
-    def __init__(self, conf, store, creds, logger, clock=time.time,
-                 login=client.login, connector=client.tenant_connector,
-                 migrator=Migrator):
+    def __init__(self, conf, store, creds, logger, tenants=(),
+                 clock=time.time, login=client.login,
+                 connector=client.tenant_connector, migrator=Migrator):
         self.conf = conf
+        #: only these tenants' containers move (none named: every tenant's)
+        self.tenants = frozenset(tenants)
         self.store = store
         self.creds = creds
         self.logger = logger
@@ -121,6 +123,9 @@ class AutoMigrator(object):
         from swift_mass.cli.control import policy_table
         now = self.clock()
         _, table = policy_table(self.store)
+        if self.tenants:
+            table = {tenant: entry for tenant, entry in table.items()
+                     if tenant in self.tenants}
         due, waiting = due_tenants(table, now, self.conf)
         result = {'due': due, 'waiting': waiting, 'moved': None,
                   'skipped': {}}
@@ -217,7 +222,7 @@ def _stop(signum, frame):
 
 
 def run(args):
-    """``swift-mass auto-migrate [--once]``."""
+    """``swift-mass auto-migrate [TENANT...] [--once]``."""
     from swift.common.utils import get_logger, readconf
 
     from swift_mass.cli import control
@@ -240,7 +245,8 @@ def run(args):
         return 2
     logger = get_logger(readconf(args.conf, SECTION), name=LOG_ROUTE,
                         log_to_console=args.verbose, log_route=LOG_ROUTE)
-    mover = AutoMigrator(conf.auto_migrate, store, creds, logger)
+    mover = AutoMigrator(conf.auto_migrate, store, creds, logger,
+                         args.tenants)
     if args.once:
         return output.emit(args, mover.run_once, text)
     signal.signal(signal.SIGTERM, _stop)
@@ -255,6 +261,9 @@ def add_parser(subparsers):
     p = subparsers.add_parser(
         'auto-migrate', help='move tenants\' containers to their '
         'substores as their policies stand (opt-in: auto_migrate = true)')
+    p.add_argument('tenants', nargs='*', metavar='TENANT',
+                   help='only these accounts\' containers (default: every '
+                   'tenant of the policy table)')
     client.add_options(p)
     p.add_argument('--once', action='store_true',
                    help='one pass, then exit (default: a pass each '

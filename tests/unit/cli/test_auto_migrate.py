@@ -137,10 +137,10 @@ class Cluster(object):
     def policy(self, **kwargs):
         self.store.put_table({TENANT: entry(**kwargs).to_dict()})
 
-    def mover(self, **options):
+    def mover(self, tenants=(), **options):
         return auto.AutoMigrator(
             conf(**options), self.store, {}, logging.getLogger('test'),
-            clock=self.swift.clock, login=self.login,
+            tenants, clock=self.swift.clock, login=self.login,
             connector=self.connector, migrator=functools.partial(
                 Migrator, sleep=self.swift.sleep, clock=self.swift.clock))
 
@@ -174,6 +174,15 @@ def test_nothing_moves_before_the_policy_has_stood():
     assert result['waiting'] == {TENANT: 'its policy has stood 100 s of 120'}
     assert cluster.logged_in == 0
     assert cluster.swift.containers['c']['policy'] == 'standard'
+
+
+def test_only_the_tenants_named_move():
+    cluster = Cluster()
+    populate(cluster.swift)
+    cluster.policy(since=0.0)
+    result = cluster.mover(tenants=['AUTH_other']).run_once()
+    assert (result['due'], result['moved']) == ([], None)
+    assert cluster.mover(tenants=[TENANT]).run_once()['moved']
 
 
 def test_nothing_moves_while_mass_is_out_of_the_proxys_pipeline():

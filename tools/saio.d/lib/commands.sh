@@ -54,12 +54,16 @@ set_filter_options() {
     for arg in "$@"; do
         [[ $arg =~ ^[a-z_]+=[^[:space:]]*$ ]] || die "$name: expected OPTION=VALUE, got '$arg'"
     done
-    "$PY" - "$check" "$@" <<'EOF' || die "$name: nothing was changed"
+    # checked with the section's other options, as the servers will read it
+    # (auto_migrate_after against window_seconds, say)
+    "$PY" - "$check" "${files[0]}" "$section" "$@" <<'EOF' || die "$name: nothing was changed"
 import sys
+from swift.common.utils import readconf
 from swift_mass.conf import ConfigError
 from swift_mass.proxy.conf import MassConf  # noqa: F401 (in CHECK)
 from swift_mass.obj.middleware import MassQueueMiddleware  # noqa: F401
-conf = dict(arg.split('=', 1) for arg in sys.argv[2:])
+conf = dict(readconf(sys.argv[2], sys.argv[3]))
+conf.update(arg.split('=', 1) for arg in sys.argv[4:])
 try:
     exec(sys.argv[1])
 except ConfigError as err:

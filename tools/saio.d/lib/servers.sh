@@ -276,6 +276,7 @@ do_start() {
     "$SCRIPT_DIR/saio-slow" reapply | sed 's/^/saio: /' ||
         die "tools/saio-slow reapply failed (see above)"
     create_test_accounts || die "could not create the test accounts (see above)"
+    sync_auto_migrate
     say "cluster is up: $PROXY_URL (pipelines $(current_mass_mode) mass)"
 }
 
@@ -283,6 +284,7 @@ do_stop() {
     [ $# -eq 0 ] || die "stop takes no options"
     require_root
     command -v swift-init >/dev/null 2>&1 || die "swift-init not on PATH"
+    stop_auto_migrate
     say "swift-init main stop"
     swift-init main stop 2>&1 | sed 's/^/saio:   /' || true
     for _ in $(seq 1 10); do
