@@ -14,8 +14,9 @@ writes, then reads (classified write, then read with substore fast), and
 the daemon moves its container from standard to fast, while the tenant
 keeps reading and writing through a proxy with Mass (its writes refused
 503 with Retry-After during the move, and retried) and a few times
-through one without (8082, which refuses nothing).  Every object written before and every write acknowledged
-during the move is there after it, with its body.  A move the daemon
+through one without (8082, which refuses nothing).  Every object written
+before and every write acknowledged during the move is there after it,
+with its body.  A move the daemon
 started and SIGTERM stopped is given back whole by ``swift-mass migrate
 abort``.  And tools/saio runs the daemon while ``auto_migrate`` is on.
 
@@ -204,9 +205,10 @@ def test_a_tenant_turned_reader_is_moved_and_keeps_every_write(
     assert moved, '%s\npolicy: %r' % (out, store.get_table()[1].get(
         tenant.account))
     assert re.search(r'%s moved \(copied \d+' % container, out), out
-    # the writes not taken were refused as a move refuses them, 503 with Retry-After, or
-    # answered 404 in the moment the container is deleted and created
-    # again, as Swift answers a write to a container that is not there
+    # the writes not taken were refused as a move refuses them, 503 with
+    # Retry-After, or answered 404 in the moment the container is deleted
+    # and created again, as Swift answers a write to a container that is
+    # not there
     assert [r for r in writer.refused if not (
         (r[2] == 503 and r[3]) or r[2] == 404)] == []
     assert writer.acknowledged and writer.plain
