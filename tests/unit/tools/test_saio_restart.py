@@ -14,6 +14,7 @@ directory of its own: the library's real functions, with a stub
 swift-init that keeps which server types run, and on which config, in a
 file; nothing reaches /etc/swift, the network or a running server."""
 import os
+import time
 import subprocess
 
 import pytest
@@ -64,6 +65,10 @@ SWIFT_DIR=$SAIO_TEST_DIR/etc-swift
 MARKER=$SWIFT_DIR/.swift-mass-saio
 CONFIG_STAMP=$SAIO_TEST_DIR/run/saio-config.sha256
 LOG_DIR=$SAIO_TEST_DIR/log
+. "$SAIO_LIB/automigrate.sh"
+PY=python3
+INI=$SAIO_LIB/../ini.py
+AUTO_MIGRATE_PIDFILE=$SAIO_TEST_DIR/run/mass-auto-migrate.pid
 RSYSLOG_CONF=$SAIO_TEST_DIR/no-rsyslog.conf
 SCRIPT_DIR=$SAIO_TEST_DIR/tools
 TEMPLATES=$SAIO_TEST_DIR/templates
@@ -224,3 +229,47 @@ def test_a_chosen_redis_engine_that_cannot_start_stops_the_start(saio):
     assert 'the chosen Redis engine (cluster) did not come up' in out
     assert 'tools/saio redis single' in out
     assert swift_init_calls(saio) == []
+
+
+# a swift-mass that records how it was started, then runs until stopped
+SWIFT_MASS = """#!/bin/sh
+echo "$ST_USER $*" >>"$SAIO_TEST_DIR/swift-mass.log"
+exec sleep 60
+"""
+
+
+def test_the_auto_migrate_daemon_runs_while_its_option_is_on(saio):
+    script = saio.dir / 'bin' / 'swift-mass'
+    script.write_text(SWIFT_MASS)
+    os.chmod(str(script), 0o755)
+    conf = saio.dir / 'etc-swift' / 'proxy-server.conf'
+    sync = ['eval', 'auto_migrate_script() { command -v swift-mass; }; '
+            'sync_auto_migrate; cat "$AUTO_MIGRATE_PIDFILE" 2>/dev/null'
+            ' || true']
+
+    def running():
+        rc, out = saio(*sync)
+        assert rc == 0, out
+        pid = out.split()[-1] if out.split() else ''
+        alive = pid.isdigit() and os.path.exists('/proc/%s' % pid)
+        return out, pid if alive else None
+
+    try:
+        out, first = running()
+        assert first is None, out  # off: no section, no option
+        conf.write_text('[filter:mass]\nauto_migrate = true\n')
+        out, first = running()
+        assert first, out
+        assert (saio.dir / 'swift-mass.log').read_text() == \
+            'admin:admin --conf %s auto-migrate -v\n' % conf
+        # running the config as it is: kept, until the config changes
+        assert running()[1] == first
+        os.utime(str(conf), (time.time() + 5, time.time() + 5))
+        out, second = running()
+        assert second and second != first, out
+        conf.write_text('[filter:mass]\nauto_migrate = false\n')
+        out, third = running()
+        assert third is None, out
+        assert 'stopping swift-mass auto-migrate (pid %s)' % second in out
+    finally:
+        saio('stop_auto_migrate')

@@ -23,6 +23,12 @@ auto_migrate_enabled() {  # the first proxy's [filter:mass] auto_migrate is on
         grep -Eiq '^auto_migrate = (true|1|yes|on|t|y)$'
 }
 
+auto_migrate_script() {
+    # the installed script, as an operator's init system runs it (and as
+    # the benchmark's process groups count it: "swift-" in its name)
+    echo "$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/swift-mass"
+}
+
 stop_auto_migrate() {
     local pid
     pid=$(pidfile_pid "$AUTO_MIGRATE_PIDFILE") || return 0
@@ -37,10 +43,8 @@ sync_auto_migrate() {  # after the proxies started: the daemon runs the config t
     fi
     auto_migrate_enabled || return 0
     pidfile_pid "$AUTO_MIGRATE_PIDFILE" >/dev/null && return 0
-    # the installed script, as an operator's init system runs it (and as
-    # the benchmark's process groups count it: "swift-" in its name)
     local script
-    script=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/swift-mass
+    script=$(auto_migrate_script)
     [ -x "$script" ] || die "no $script: run tools/saio install"
     start_background "$AUTO_MIGRATE_PIDFILE" "$AUTO_MIGRATE_LOG" \
         env ST_AUTH="$PROXY_URL/auth/v1.0" ST_USER=admin:admin ST_KEY=admin \
