@@ -250,3 +250,24 @@ def test_the_command_refuses_to_run_while_auto_migrate_is_off(tmp_path,
     assert cli_main.main(['--conf', str(path), 'auto-migrate',
                           '--once']) == 2
     assert 'auto_migrate is off' in capsys.readouterr().err
+
+
+def test_a_pass_that_fails_never_stops_the_daemon(caplog):
+    cluster = Cluster()
+
+    class Down(LocalStore):
+        def get_table(self):
+            raise ConnectionError('Redis is down')
+    cluster.store = Down()
+    mover = cluster.mover()
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        if len(slept) == 2:
+            raise KeyboardInterrupt  # the test's way out
+    with pytest.raises(KeyboardInterrupt):
+        mover.run_forever(sleep)
+    assert len(slept) == 2
+    assert caplog.text.count('auto-migrate pass failed') == 2
+    assert 'Redis is down' in caplog.text
