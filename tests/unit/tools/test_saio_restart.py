@@ -67,7 +67,6 @@ CONFIG_STAMP=$SAIO_TEST_DIR/run/saio-config.sha256
 LOG_DIR=$SAIO_TEST_DIR/log
 . "$SAIO_LIB/automigrate.sh"
 PY=python3
-INI=$SAIO_LIB/../ini.py
 AUTO_MIGRATE_PIDFILE=$SAIO_TEST_DIR/run/mass-auto-migrate.pid
 RSYSLOG_CONF=$SAIO_TEST_DIR/no-rsyslog.conf
 SCRIPT_DIR=$SAIO_TEST_DIR/tools

@@ -19,8 +19,15 @@ AUTO_MIGRATE_PIDFILE=/var/run/swift/mass-auto-migrate.pid
 AUTO_MIGRATE_LOG=$LOG_DIR/mass-auto-migrate.log
 
 auto_migrate_enabled() {  # the first proxy's [filter:mass] auto_migrate is on
-    "$PY" "$INI" show "$SWIFT_DIR/proxy-server.conf" filter:mass 2>/dev/null |
-        grep -Eiq '^auto_migrate = (true|1|yes|on|t|y)$'
+    # read as the proxies and the daemon read it (MassConf), not by a
+    # pattern of our own; a config they would refuse counts as off
+    "$PY" - "$SWIFT_DIR/proxy-server.conf" 2>/dev/null <<'EOF'
+import sys
+from swift.common.utils import readconf
+from swift_mass.proxy.conf import MassConf
+conf = MassConf(readconf(sys.argv[1], 'filter:mass'))
+sys.exit(0 if conf.auto_migrate.enabled else 1)
+EOF
 }
 
 auto_migrate_script() {
@@ -38,10 +45,12 @@ stop_auto_migrate() {
 }
 
 sync_auto_migrate() {  # after the proxies started: the daemon runs the config they run, or none
-    if [ "$SWIFT_DIR/proxy-server.conf" -nt "$AUTO_MIGRATE_PIDFILE" ] || ! auto_migrate_enabled; then
+    local enabled=0
+    auto_migrate_enabled && enabled=1
+    if [ "$SWIFT_DIR/proxy-server.conf" -nt "$AUTO_MIGRATE_PIDFILE" ] || [ "$enabled" -eq 0 ]; then
         stop_auto_migrate
     fi
-    auto_migrate_enabled || return 0
+    [ "$enabled" -eq 1 ] || return 0
     pidfile_pid "$AUTO_MIGRATE_PIDFILE" >/dev/null && return 0
     local script
     script=$(auto_migrate_script)
