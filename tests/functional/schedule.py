@@ -72,10 +72,9 @@ import uuid
 import requests
 
 from tests.functional.conftest import PROXY, ROOT, Tenant
-from tests.functional.test_cache import PROXIES, PROXY2, Client, pin, \
-    wait_for_method
-from tests.functional.test_faults import AcknowledgedLoad, abort_move, \
-    data_version
+from tests.functional.test_cache import PROXIES, PROXY2, Client, \
+    data_version, pin, wait_for_method
+from tests.functional.test_faults import AcknowledgedLoad, abort_move
 from tests.functional.test_lagging_replica import one_object_server_down, \
     tenant_released
 from tests.functional.test_migrate import command, run_env
@@ -167,7 +166,6 @@ class ScheduledLoad(AcknowledgedLoad):
     def __init__(self, *args, **kwargs):
         super(ScheduledLoad, self).__init__(*args, **kwargs)
         self.passed = 0  # reads Mass passed to Swift untouched
-        self.behind = []  # current data, metadata before a POST
         # reads stale or wrong by the order writes were issued in, right
         # by Swift's own order, that of their X-Timestamps, which a step
         # of the wall clock back made another (reordered_by_clock)
@@ -212,23 +210,6 @@ class ScheduledLoad(AcknowledgedLoad):
             return [(v, kind) + h.via[name].get(v, ()) +
                     ('issued %.3f' % at[v] if v in at else '',)
                     for v, kind in h.ops[name] if v <= ceiling + 1]
-
-    def metadata_behind(self, name, floor, resp):
-        """Whether a stale read that is not a hit (a miss, or Swift's own
-        answer: the X-Newest read afterwards through the proxy without
-        Mass) has current data, and only its metadata older than a POST
-        acknowledged before it began."""
-        data = data_version(name, resp.content) if \
-            resp.status_code == 200 and \
-            resp.headers.get('X-Mass-Cache') != 'hit' else None
-        if data is None:
-            return False
-        h = self.history
-        with h.lock:
-            kinds = dict(h.ops[name])
-            acknowledged = set(self.acknowledged[name])
-        return not any(v in acknowledged and kinds[v] in ('PUT', 'DELETE')
-                       for v in range(data + 1, floor + 1))
 
     def reordered_by_clock(self, name, floor, ceiling, resp):
         """Whether a read that is stale or wrong by the order the writes

@@ -67,7 +67,7 @@ from tests.functional.faults import BROKEN_FOR, FAST_RING, SWIFT_DIR, \
     REGISTRATION_LIFE, Registry, RegistrationWatch, refusing_objects, \
     ring_broken_in_place
 from tests.functional.test_cache import PROXIES, PROXY2, Client, Load, \
-    admin, body_for, pin, \
+    admin, body_for, data_version, pin, \
     wait_for_method  # noqa: F401 (fixtures)
 from tests.functional.test_migrate import command, run_env
 from tests.functional.test_never_stale import PROXY3
@@ -90,16 +90,6 @@ DISK_FOR = 15
 # hold (its X-Timestamp is older: a wall clock stepped back), which stays
 # the current one
 ACKNOWLEDGED = {'PUT': 201, 'POST': 202, 'DELETE': 204}
-
-
-def data_version(name, body):
-    """The version whose PUT wrote ``body`` (test_cache.body_for), or
-    None when no PUT of ``name`` could have."""
-    try:
-        version = int(body.split(b':', 2)[1])
-    except (IndexError, ValueError):
-        return None
-    return version if body == body_for(name, version) else None
 
 
 class AcknowledgedLoad(Load):
@@ -142,6 +132,10 @@ class AcknowledgedLoad(Load):
             self._count('failed %s %d' % (kind, resp.status_code))
             self.failed.append((name, proxy, kind, resp.status_code,
                                 self.phase))
+
+    def acknowledged_versions(self, name):
+        with self.history.lock:
+            return set(self.acknowledged[name])
 
     def verdict(self, name, floor, ceiling, resp):
         """None for a right read of ``name`` begun when ``floor`` was the

@@ -142,9 +142,10 @@ def test_no_stale_or_wrong_read_with_merge(client):
         load.wait_reads(3000, 90)
     finally:
         load.finish()
-    print('%d reads, %d merged, hits %r; %d stale, %d wrong, %d failed'
-          % (load.reads, load.merged, load.hits, len(load.stale),
-             len(load.wrong), len(load.failed)))
+    print('%d reads, %d merged, hits %r; %d stale, %d wrong, %d failed; '
+          '%d misses with metadata behind a POST' % (
+              load.reads, load.merged, load.hits, len(load.stale),
+              len(load.wrong), len(load.failed), len(load.behind)))
     assert load.stale == [] and load.wrong == [], load.report()
     assert load.failed == [], load.failed[:5]
     # the window checked had merges and hits, not merely misses
