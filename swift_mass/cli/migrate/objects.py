@@ -57,6 +57,12 @@ class ObjectMover(object):
                     return GONE, None
                 raise
             version = raw['x-timestamp']
+            if raw.get('x-delete-at') == str(fence_delete_at(self.base)):
+                # The replica read holds this run's own fence (no client
+                # sets its X-Delete-At): the staged copy's metadata, sent
+                # by this run, on the version it staged.  Nothing to copy,
+                # and a copy would stage the fence.
+                return COPIED, version
             path = urllib.parse.quote('/%s/%s' % (source, name))
             self.account.lock.check()
             try:
@@ -130,7 +136,8 @@ class ObjectMover(object):
             raise
         return DELETED
 
-    def delete_unchanged(self, container, staging, name, version):
+    def delete_unchanged(self, container, staging, name, version,
+                         fenced_before=False):
         """Delete ``version`` of an object of C, whose copy ``staging``
         holds, unless a client changed it since: CHANGED.  A client's POST
         (through a proxy without the filter) changes only the metadata,
@@ -147,7 +154,14 @@ class ObjectMover(object):
         majority did not answer 404, so then the fence or the DELETE is
         refused by a majority too, and the move reads the object again.
         The fence alone finds every later write: no read of C's newest
-        replica is needed first."""
+        replica is needed first.
+
+        ``fenced_before``: this run sent the fence before (its answer
+        CHANGED, or lost: swiftclient sends a POST whose answer it lost
+        again, and the replicas the first attempt reached refuse the
+        retry), so a 409 may be the replicas that hold it: the DELETE,
+        which deletes only where this run's fence is, is sent all the
+        same, and tells them from a client's write."""
         try:
             staged = self.account.head_object(staging, name)
         except ClientException as err:
@@ -160,7 +174,7 @@ class ObjectMover(object):
         headers = fence_headers(staged, fence)
         headers['X-Timestamp'] = stamp(version, self.base, FENCE)
         refused = self._post(container, name, headers)
-        if refused:
+        if refused == ABSENT or (refused and not fenced_before):
             return refused
         return self.delete_object(container, name, version, fence=fence)
 

@@ -11,6 +11,7 @@
 # under the License.
 """The four phases of a move (:data:`.decisions.PHASES`), each run by
 ``run(journal, summary)``; each ends by journaling the next."""
+from swift.common.utils import Timestamp
 from swiftclient.exceptions import ClientException
 
 from swift_mass.cli.migrate.decisions import (
@@ -216,15 +217,23 @@ class EmptyPhase(Phase):
         first copying to S any later version a client wrote meanwhile (a
         POST's new metadata included): ``(DELETED, NEWER or ABSENT, the
         number of copies made)``; NEWER and ABSENT are settled later."""
-        for copies in range(PASSES):
+        copied = 0
+        # whether C still held ``version`` as this run fenced it (the
+        # fence's 409 may then be the replicas that took it:
+        # ObjectMover.delete_unchanged)
+        fenced = False
+        for attempt in range(PASSES):
             result = self.objects.delete_unchanged(container, staging, name,
-                                                   version)
+                                                   version, fenced)
             if result != CHANGED:
-                return result, copies
-            outcome, version = self.objects.copy_object(container, staging,
-                                                        name)
+                return result, copied
+            outcome, latest = self.objects.copy_object(container, staging,
+                                                       name)
             if outcome != COPIED:
-                return ABSENT, copies  # gone meanwhile: settled later
+                return ABSENT, copied  # gone meanwhile: settled later
+            fenced = Timestamp(latest) == Timestamp(version)
+            copied += not fenced
+            version = latest
         raise MigrationError('%s/%s: a client keeps writing it' % (
             container, name))
 

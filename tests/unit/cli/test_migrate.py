@@ -1008,6 +1008,64 @@ def test_a_clients_post_in_the_moment_before_the_delete_holds():
     assert after == before
 
 
+class FenceAnswerLost(Hooked):
+    """The move's connection, whose first fence POST of ``name`` in C is
+    taken by the object servers but its answer lost (a 503: the devices
+    busy): swiftclient sends it again, with its X-Timestamp, and Swift
+    answers the retry 409, as it answers a POST no newer than the
+    metadata a replica holds, its own first attempt's."""
+
+    def __init__(self, swift, name):
+        super(FenceAnswerLost, self).__init__(swift)
+        self.name = name
+        self.lost = False
+
+    def post_object(self, container, name, headers, *args, **kwargs):
+        result = super(FenceAnswerLost, self).post_object(
+            container, name, headers, *args, **kwargs)
+        if (container, name) == ('c', self.name) and not self.lost:
+            self.lost = True
+            return super(FenceAnswerLost, self).post_object(
+                container, name, headers, *args, **kwargs)
+        return result
+
+
+def test_a_fence_whose_answer_was_lost_is_the_moves_own():
+    """A fence POST retried after a lost answer is refused (409) by the
+    replicas its first attempt reached, as a client's later write would
+    be: the DELETE, which deletes only where this run's fence is, still
+    goes, and the move neither takes its own fence for a client's write
+    nor stages it (a staged X-Delete-At would be restored to C)."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    m = migrate.Migrator(lambda: FenceAnswerLost(swift, 'obj004'), 'bulk',
+                         [].append, workers=1, settle=5, sleep=swift.sleep,
+                         clock=swift.clock)
+    assert m.run('c')['status'] == 'moved'
+    assert snapshot(swift, 'c') == before
+    assert swift.containers['c']['policy'] == 'bulk'
+
+
+def test_a_fence_that_missed_a_quorum_is_not_staged():
+    """The fence's DELETE refused (412) by a quorum of replicas that have
+    not taken the fence yet (busy devices): C's object is read again, and
+    a replica that shows this run's fence holds the staged version, so
+    nothing is copied (the fence is never staged); the fence is sent
+    again, and the DELETE."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+
+    def refuse_first_delete(method, container, name):
+        if (method, container, name) == ('DELETE', 'c', 'obj004'):
+            raise ClientException('X-If-Delete-At and X-Delete-At do not '
+                                  'match', http_status=412)
+    m = hooked_migrator(swift, before=once_each(refuse_first_delete))
+    assert m.run('c')['status'] == 'moved'
+    assert snapshot(swift, 'c') == before
+
+
 def test_a_fence_is_the_runs_own_and_keeps_the_metadata():
     """A fence's X-Delete-At is one no client sets (after any expiry a
     client means, below Swift's greatest) and differs from run to run; its
