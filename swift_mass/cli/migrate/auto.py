@@ -32,7 +32,12 @@ It is opt-in (``auto_migrate = true`` in ``[filter:mass]``, options in
   each container at most ``auto_migrate_max_objects`` objects; a move
   that failed is tried again no sooner than ``auto_migrate_after``;
 * nothing while the proxy does not show ``mass_migrate`` in ``/info``
-  (Mass is out of its pipeline: the table is not in force).
+  (Mass is out of its pipeline: the table is not in force);
+* a move whose tenant's policy stops asking for it (its class left
+  ``auto_migrate_classes``, its substore changed, it opted out) is
+  stopped and given back (``abort``) within ``auto_migrate_interval``
+  seconds: it would refuse the new workload's writes until it ended, and
+  giving back never costs more than finishing (:func:`why_unwanted`).
 
 Which tenants are due is :func:`due_tenants`, and which container of
 theirs :func:`next_container`, plain functions; :class:`AutoMigrator`
@@ -42,6 +47,7 @@ write mark comes off, the journal stays for the next pass.
 """
 import signal
 import sys
+import threading
 import time
 
 from swift_mass.cli import client, output
@@ -51,6 +57,9 @@ from swift_mass.cli.migrate.lock import LockHeld
 from swift_mass.cli.migrate.migrator import Migrator
 
 LOG_ROUTE = 'mass-auto-migrate'
+# the longest a move runs on once its tenant's policy stopped asking for
+# it, when auto_migrate_interval is longer (a read of the table each time)
+WATCH_SECONDS = 5.0
 
 
 def due_tenants(table, now, conf):
@@ -72,6 +81,84 @@ def due_tenants(table, now, conf):
     return [tenant for _, tenant in sorted(due)], waiting
 
 
+def why_unwanted(tenant, table, target, policies, conf):
+    """Why a move of ``tenant``'s containers to the policy ``target`` is
+    no longer what its Mass policy asks for (``table``: ``{tenant:
+    PolicyEntry}``, ``policies``: /info's), or None while it is."""
+    entry = table.get(tenant)
+    if entry is None:
+        return 'it left the policy table'
+    if entry.opted_out:
+        return 'it is opted out of Mass'
+    if entry.cls not in conf.classes:
+        return 'its class is %s now, not one of %s' % (
+            entry.cls, ', '.join(conf.classes))
+    if not entry.substore:
+        return 'its policy names no substore now'
+    try:
+        wanted, _ = resolve_target(tenant, table, None, policies)
+    except MigrationError as err:
+        return str(err)
+    if wanted != target:
+        return 'its policy moves it to %s now' % wanted
+    return None
+
+
+class MoveWatch(object):
+    """Stops a move (``migrator``'s, of ``tenant``'s container to
+    ``target``) once its tenant's policy no longer asks for it, looking at
+    the policy table at most once each ``every`` seconds: from the move's
+    progress (each phase, every few objects) and, in steps, from its waits
+    (the settle), which :meth:`sleep` ends once the move is stopped."""
+
+    def __init__(self, mover, tenant, target, policies, every):
+        self.mover = mover
+        self.tenant = tenant
+        self.target = target
+        self.policies = policies
+        self.every = every
+        self.migrator = None
+        #: why the move was stopped, or None
+        self.stopped = None
+        self._next = mover.clock() + every
+        self._guard = threading.Lock()
+
+    def check(self):
+        with self._guard:
+            now = self.mover.clock()
+            if self.stopped or now < self._next:
+                return
+            self._next = now + self.every
+        from swift_mass.cli.control import policy_table
+        try:
+            _, table = policy_table(self.mover.store)
+        except Exception as err:
+            # the store's outage tells nothing of the tenant: go on
+            self.mover.logger.warning('%s: the policy table could not be '
+                                      'read: %s', self.tenant, err)
+            return
+        why = why_unwanted(self.tenant, table, self.target, self.policies,
+                           self.mover.conf)
+        if why is not None:
+            self.stopped = why
+            self.mover.logger.info('%s: stopping the move to %s: %s',
+                                   self.tenant, self.target, why)
+            self.migrator.stop(why)
+
+    def progress(self, message):
+        self.mover.logger.info('%s: %s', self.tenant, message)
+        self.check()
+
+    def sleep(self, seconds):
+        end = self.mover.clock() + seconds
+        while not self.stopped:
+            left = end - self.mover.clock()
+            if left <= 0:
+                return
+            self.mover.sleep(min(left, self.every))
+            self.check()
+
+
 def next_container(rows, max_objects):
     """The row of ``Migrator.plan`` rows (in listing order) to move next:
     a move under way first (it holds a journal), else the first that
@@ -91,7 +178,7 @@ class AutoMigrator(object):
     (:func:`swift_mass.cli.client.credentials`)."""
 
     def __init__(self, conf, store, creds, logger, tenants=(),
-                 clock=time.time, login=client.login,
+                 clock=time.time, sleep=time.sleep, login=client.login,
                  connector=client.tenant_connector, migrator=Migrator):
         self.conf = conf
         #: only these tenants' containers move (none named: every tenant's)
@@ -100,14 +187,18 @@ class AutoMigrator(object):
         self.creds = creds
         self.logger = logger
         self.clock = clock
+        self.sleep = sleep
         self.login = login
         self.connector = connector
         self.migrator = migrator
         #: {(tenant, container): time} of moves that failed: tried again
         #: no sooner than conf.after later
         self.failed = {}
+        #: {(tenant, container): why} of moves stopped whose abort failed:
+        #: given back by the next passes, due or not
+        self.giving_back = {}
 
-    def run_forever(self, sleep=time.sleep):
+    def run_forever(self):
         while True:
             started = self.clock()
             try:
@@ -115,7 +206,8 @@ class AutoMigrator(object):
             except Exception:
                 # the next pass reads everything again
                 self.logger.exception('auto-migrate pass failed')
-            sleep(max(0.0, self.conf.interval - (self.clock() - started)))
+            self.sleep(max(0.0, self.conf.interval -
+                           (self.clock() - started)))
 
     def run_once(self):
         """One pass: at most one container moved (or a move under way
@@ -128,10 +220,19 @@ class AutoMigrator(object):
                      if tenant in self.tenants}
         due, waiting = due_tenants(table, now, self.conf)
         result = {'due': due, 'waiting': waiting, 'moved': None,
-                  'skipped': {}}
-        if not due:
+                  'skipped': {}, 'given_back': []}
+        if not due and not self.giving_back:
             return result
         auth = self.login(self.creds)
+        for (tenant, container), why in sorted(self.giving_back.items()):
+            try:
+                result['given_back'].append(
+                    self._give_back(tenant, container, why, auth))
+            except Exception as err:
+                result['skipped'][tenant] = str(err)
+                self.logger.error('%s: %s', tenant, err)
+        if not due:
+            return result
         info = self.connector(self.creds, due[0], auth=auth)[1]() \
             .get_capabilities()
         if 'mass_migrate' not in info:
@@ -142,8 +243,11 @@ class AutoMigrator(object):
         policies = info.get('swift', {}).get('policies', [])
         for tenant in due:
             try:
-                result['moved'] = self._move_one(tenant, table, policies,
-                                                 auth, now)
+                summary = self._move_one(tenant, table, policies, auth, now)
+                if summary is not None and 'why' in summary:
+                    result['given_back'].append(summary)
+                    break
+                result['moved'] = summary
             except LockHeld as err:
                 result['skipped'][tenant] = str(err)
                 self.logger.info('%s: %s', tenant, err)
@@ -160,24 +264,19 @@ class AutoMigrator(object):
         none is due."""
         target, why = resolve_target(tenant, table, None, policies)
         _, connect = self.connector(self.creds, tenant, auth=auth)
-
-        def progress(message):
-            self.logger.info('%s: %s', tenant, message)
-        migrator = self.migrator(connect, target, progress,
-                                 workers=self.conf.concurrency,
-                                 settle=self.conf.settle)
+        planner = self.migrator(connect, target)
         listing = connect().get_account(full_listing=True)[1]
         names = [c['name'] for c in listing if not is_ours(c['name'])]
         objects = {c['name']: c.get('count', 0) for c in listing}
         rows = []
-        for name in sorted(set(migrator.account.journals()) - set(names)):
-            rows.append(migrator.plan(name))  # a move under way
+        for name in sorted(set(planner.account.journals()) - set(names)):
+            rows.append(planner.plan(name))  # a move under way
         for name in names:
             if objects[name] > self.conf.max_objects or \
                     now - self.failed.get((tenant, name), -1e18) < \
                     self.conf.after:
                 continue
-            rows.append(migrator.plan(name))
+            rows.append(planner.plan(name))
             if rows[-1].get('move') == 'yes':
                 break  # the rest are planned by the next passes
         row = next_container(rows, self.conf.max_objects)
@@ -186,16 +285,42 @@ class AutoMigrator(object):
         container = row['container']
         self.logger.info('%s: moving %s from %s to %s (%s)', tenant,
                          container, row['policy'], row['target'], why)
+        # a move under way goes where its journal says
+        watch = MoveWatch(self, tenant, row['target'], policies,
+                          min(self.conf.interval, WATCH_SECONDS))
+        migrator = watch.migrator = self.migrator(
+            connect, row['target'], watch.progress,
+            workers=self.conf.concurrency, settle=self.conf.settle,
+            sleep=watch.sleep)
         try:
             summary = migrator.run(container)
         except MigrationError:
-            self.failed[(tenant, container)] = now
-            raise
+            if watch.stopped is None:
+                self.failed[(tenant, container)] = now
+                raise
+            self.giving_back[(tenant, container)] = watch.stopped
+            return self._give_back(tenant, container, watch.stopped, auth)
         self.failed.pop((tenant, container), None)
         summary['tenant'] = tenant
         self.logger.info('%s: %s %s (copied %d, restored %d, %ss)', tenant,
                          container, summary['status'], summary['copied'],
                          summary['restored'], summary.get('seconds'))
+        return summary
+
+    def _give_back(self, tenant, container, why, auth):
+        """Abort the move of ``tenant``'s ``container`` (stopped: ``why``);
+        its summary."""
+        _, connect = self.connector(self.creds, tenant, auth=auth)
+
+        def progress(message):
+            self.logger.info('%s: %s', tenant, message)
+        summary = self.migrator(connect, None, progress,
+                                workers=self.conf.concurrency).abort(
+                                    container)
+        del self.giving_back[(tenant, container)]
+        summary.update(tenant=tenant, why=why)
+        self.logger.info('%s: %s given back, %s (%s)', tenant, container,
+                         summary['status'], why)
         return summary
 
 
@@ -209,6 +334,9 @@ def text(result):
             moved.get('from'), moved.get('to')))
     else:
         lines.append('moved nothing')
+    for back in result.get('given_back', []):
+        lines.append('gave back %s/%s: %s (%s)' % (
+            back['tenant'], back['container'], back['status'], back['why']))
     for tenant, why in sorted(result['waiting'].items()):
         lines.append('waiting %s: %s' % (tenant, why))
     for tenant, why in sorted(result['skipped'].items()):

@@ -47,6 +47,8 @@ class Lock(object):
         self.owner = '%s:%d:%s' % (socket.gethostname(), os.getpid(),
                                    os.urandom(4).hex())
         self.lost = None
+        #: why the run was stopped from outside (:meth:`stop`), or None
+        self.stopped = None
         self._stop = threading.Event()
         self._thread = None
 
@@ -108,9 +110,17 @@ class Lock(object):
                 # well before that ends
                 continue
 
+    def stop(self, why):
+        """Stop the run that holds the lock at its next write, as a run
+        that lost it stops (from any thread: ``swift-mass auto-migrate``
+        stops a move its tenant's policy no longer asks for)."""
+        self.stopped = why
+
     def check(self):
         if self.lost:
             raise MigrationError('lost the migration lock: %s' % self.lost)
+        if self.stopped:
+            raise MigrationError('stopped: %s' % self.stopped)
 
     def release(self):
         self._stop.set()

@@ -80,6 +80,12 @@ class Migrator(object):
             raise MigrationError('%s is a migration container' % container)
         return self._locked(container, self._run_locked)
 
+    def stop(self, why):
+        """Stop the run under way (from another thread) at its next write,
+        as a failed run stops: the mark off, the journal kept."""
+        if self.account.lock is not None:
+            self.account.lock.stop(why)
+
     def abort(self, container):
         """Stop moving ``container`` and give it back to its clients; a
         summary dict.  Before it was emptied (phase copy) it stays where it

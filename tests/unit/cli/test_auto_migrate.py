@@ -117,6 +117,9 @@ class Cluster(object):
         self.mass = mass
         self.store = LocalStore()
         self.logged_in = 0
+        #: ``before(method, container, name)``, run before each object PUT
+        #: and container POST of a move
+        self.before = lambda *args: None
 
     def login(self, creds):
         self.logged_in += 1
@@ -124,7 +127,7 @@ class Cluster(object):
 
     def connector(self, creds, tenant, retries=5, auth=None):
         assert tenant == TENANT and auth is not None
-        swift, mass = self.swift, self.mass
+        swift, mass, cluster = self.swift, self.mass, self
 
         class Conn(FakeConn):
             def get_capabilities(self):
@@ -132,15 +135,25 @@ class Cluster(object):
                 if not mass:
                     info.pop('mass_migrate')
                 return info
+
+            def put_object(self, container, name, *args, **kwargs):
+                cluster.before('PUT', container, name)
+                return super(Conn, self).put_object(container, name, *args,
+                                                    **kwargs)
+
+            def post_container(self, name, headers):
+                cluster.before('POST', name, None)
+                return super(Conn, self).post_container(name, headers)
         return 'http://proxy/v1/' + tenant, lambda: Conn(swift)
 
-    def policy(self, **kwargs):
-        self.store.put_table({TENANT: entry(**kwargs).to_dict()})
+    def policy(self, *args, **kwargs):
+        self.store.put_table({TENANT: entry(*args, **kwargs).to_dict()})
 
     def mover(self, tenants=(), **options):
         return auto.AutoMigrator(
             conf(**options), self.store, {}, logging.getLogger('test'),
-            tenants, clock=self.swift.clock, login=self.login,
+            tenants, clock=self.swift.clock, sleep=self.swift.sleep,
+            login=self.login,
             connector=self.connector, migrator=functools.partial(
                 Migrator, sleep=self.swift.sleep, clock=self.swift.clock))
 
@@ -266,8 +279,125 @@ def test_a_pass_that_fails_never_stops_the_daemon(caplog):
         slept.append(seconds)
         if len(slept) == 2:
             raise KeyboardInterrupt  # the test's way out
+    mover.sleep = sleep
     with pytest.raises(KeyboardInterrupt):
-        mover.run_forever(sleep)
+        mover.run_forever()
     assert len(slept) == 2
     assert caplog.text.count('auto-migrate pass failed') == 2
     assert 'Redis is down' in caplog.text
+
+
+# --- a tenant whose policy changes while it moves --------------------------
+
+POLICIES = [{'name': 'standard', 'default': True}, {'name': 'fast'},
+            {'name': 'bulk'}]
+
+
+@pytest.mark.parametrize('now, why', [
+    (entry(), None),
+    (None, 'it left the policy table'),
+    (entry('unknown', '', opted_out=True, validated=True),
+     'it is opted out of Mass'),
+    (entry('write', 'bulk'), 'its class is write now, not one of read'),
+    (entry(substore=''), 'its policy names no substore now'),
+])
+def test_why_a_move_is_unwanted(now, why):
+    table = {} if now is None else {TENANT: now}
+    assert auto.why_unwanted(TENANT, table, 'fast', POLICIES, conf()) == why
+    read_or_write = conf(auto_migrate_classes='read,write')
+    assert auto.why_unwanted(TENANT, {TENANT: entry('write', 'bulk')},
+                             'fast', POLICIES, read_or_write) == \
+        'its policy moves it to bulk now'
+
+
+def staging_copies(cluster, then, after=3):
+    """``before`` hook: ``then()`` when the move makes its ``after``-th
+    copy into its staging container, 10 s into it."""
+    copies = []
+
+    def hook(method, container, name):
+        if method == 'PUT' and container.startswith('.mass-migrate-'):
+            copies.append(name)
+            if len(copies) == after:
+                cluster.swift.sleep(10)
+                then()
+    return hook
+
+
+def test_a_move_whose_tenant_turns_writer_is_given_back_whole():
+    """photos' upload burst while its container moves: the move would
+    refuse every upload until it ended; it stops at its next write and is
+    aborted, and the container is as it was, writable, in its policy."""
+    cluster = Cluster()
+    populate(cluster.swift)
+    before = snapshot(cluster.swift, 'c')
+    cluster.policy(since=0.0)
+    cluster.before = staging_copies(cluster, lambda: cluster.policy(
+        'write', 'bulk', since=cluster.swift.now))
+    result = cluster.mover().run_once()
+    assert result['moved'] is None
+    back, = result['given_back']
+    assert (back['tenant'], back['container'], back['status']) == (
+        TENANT, 'c', 'aborted: left in standard')
+    assert back['why'] == 'its class is write now, not one of read'
+    assert cluster.swift.containers['c']['policy'] == 'standard'
+    assert cluster.swift.containers['c']['mark'] is None
+    assert snapshot(cluster.swift, 'c') == before
+    assert set(cluster.swift.containers) == {'c', 'segs'}
+
+
+def test_a_move_is_stopped_in_its_settle():
+    """The settle (writes in flight) is waited in steps: a policy that
+    changes during it stops the move before its first copy."""
+    cluster = Cluster()
+    populate(cluster.swift)
+    before = snapshot(cluster.swift, 'c')
+    cluster.policy(since=0.0)
+
+    def on_mark(method, container, name):
+        # the mark: the move's first POST to c
+        if (method, container) == ('POST', 'c'):
+            cluster.policy(substore='', since=cluster.swift.now)
+            cluster.before = lambda *args: None
+    cluster.before = on_mark
+    started = cluster.swift.now
+    mover = cluster.mover(auto_migrate_settle='60')
+    back, = mover.run_once()['given_back']
+    assert back['why'] == 'its policy names no substore now'
+    assert cluster.swift.now - started <= 10
+    assert snapshot(cluster.swift, 'c') == before
+    assert set(cluster.swift.containers) == {'c', 'segs'}
+
+
+def test_a_give_back_that_fails_is_tried_again_by_the_next_passes():
+    cluster = Cluster()
+    populate(cluster.swift)
+    before = snapshot(cluster.swift, 'c')
+    cluster.policy(since=0.0)
+    cluster.before = staging_copies(cluster, lambda: cluster.policy(
+        'write', 'bulk', since=cluster.swift.now))
+    mover = cluster.mover()
+    working = mover.migrator
+
+    def abort_fails(connect, target, *args, **kwargs):
+        migrator = working(connect, target, *args, **kwargs)
+        if target is None:
+            def down(container):
+                raise MigrationError('a node is down')
+            migrator.abort = down
+        return migrator
+    mover.migrator = abort_fails
+    result = mover.run_once()
+    assert 'a node is down' in result['skipped'][TENANT]
+    assert mover.giving_back == {
+        (TENANT, 'c'): 'its class is write now, not one of read'}
+    # not due any more, and still given back
+    mover.migrator = working
+    cluster.before = lambda *args: None
+    result = mover.run_once()
+    assert result['due'] == []
+    back, = result['given_back']
+    assert back['status'] == 'aborted: left in standard'
+    assert mover.giving_back == {}
+    assert snapshot(cluster.swift, 'c') == before
+    assert set(cluster.swift.containers) == {'c', 'segs'}
