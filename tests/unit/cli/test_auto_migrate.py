@@ -401,3 +401,25 @@ def test_a_give_back_that_fails_is_tried_again_by_the_next_passes():
     assert mover.giving_back == {}
     assert snapshot(cluster.swift, 'c') == before
     assert set(cluster.swift.containers) == {'c', 'segs'}
+
+
+def test_a_policy_table_that_cannot_be_read_never_stops_a_move(caplog):
+    """Redis down during a move tells nothing of the tenant: the move
+    goes on to its end."""
+    cluster = Cluster()
+    populate(cluster.swift)
+    cluster.policy(since=0.0)
+
+    class Down(LocalStore):
+        def get_table(self):
+            raise ConnectionError('Redis is down')
+
+    def redis_goes_down():
+        mover.store = Down()
+    cluster.before = staging_copies(cluster, redis_goes_down)
+    mover = cluster.mover()
+    result = mover.run_once()
+    assert result['moved']['status'] == 'moved'
+    assert result['given_back'] == []
+    assert cluster.swift.containers['c']['policy'] == 'fast'
+    assert 'the policy table could not be read: Redis is down' in caplog.text
