@@ -212,8 +212,12 @@ class MassRequest(WSGIContext):
         return CountedBody(app_iter, on_close)
 
     def _count(self, op, status, length, sent, seconds):
-        # a request Swift did not authorise leaves nothing behind
+        # a request Swift did not authorise leaves nothing behind; one
+        # Mass refused (a write to a container being moved) reached no
+        # storage server, and a client's retries of it would make a
+        # reading tenant look like a writer
         if not self.authorization.authorized or \
+                self.authorization.refusal is not None or \
                 not monitor.counted(op, status):
             return
         size = None

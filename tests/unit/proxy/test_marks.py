@@ -345,6 +345,35 @@ def test_writes_to_a_marked_container_are_refused(path, method):
     assert app.environs == []
 
 
+def test_a_write_refused_for_a_move_is_not_counted():
+    """The move's refusals reach no storage server: counted, a closed-loop
+    client's retries of them (one a second, or at once) made a reading
+    tenant look like a writer, and swift-mass auto-migrate gave back a
+    move its own refusals had reclassified (a SAIO run)."""
+    servers = ContainerServers()
+
+    def proxy_app(env, start_response):
+        # as Swift's proxy asks the auth system, whose answer Mass gives
+        denial = env['swift.authorize'](Request(env))
+        if denial is not None:
+            return denial(env, start_response)
+        return servers(env, start_response)
+    filt = proxy.filter_factory({}, urgent_recheck_seconds='0',
+                                store='local')(proxy_app)
+
+    def allowed(req):
+        return None
+    for _ in range(5):
+        assert marked('/v1/AUTH_t/c/o', 'PUT', **{
+            'swift.authorize': allowed}).get_response(filt).status_int == 503
+    assert filt.agent.window._pending == {}
+    # the control: a read of the same container is counted
+    assert marked('/v1/AUTH_t/c/o', 'GET', **{
+        'swift.authorize': allowed}).get_response(filt).status_int == 200
+    (_, counts), = filt.agent.window._pending.items()
+    assert counts['ops.GET'] == 1 and 'ops.PUT' not in counts
+
+
 def test_a_mark_the_container_servers_no_longer_hold_refuses_nothing():
     # Swift clears its info cache before its POST reaches the container
     # servers, so a read in between caches the marked info again for
