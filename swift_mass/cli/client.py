@@ -35,6 +35,8 @@ import urllib.parse
 from swiftclient import client as swiftclient
 from swiftclient.service import process_options
 
+from swift_mass import tags
+
 # (option, dest, environment variables, help): swiftclient's shell reads
 # these when it builds its parser (add_default_args, which also brings
 # options of its own commands) and its service's defaults are private,
@@ -136,8 +138,29 @@ def account_url(storage_url, account):
     return '%s/%s' % (base, urllib.parse.quote(account, safe=''))
 
 
+class OperatorConnection(swiftclient.Connection):
+    """swiftclient's Connection whose every request says it is the
+    operator's own work on the account (tags.OPERATOR_REQUEST_HEADER):
+    the mass filter counts a reseller admin's such requests in no
+    tenant's workload.  By hand because swiftclient has no default
+    headers (it clears its requests session's).  Only ``request``: the
+    commands send no chunked bodies (``putrequest``)."""
+
+    def http_connection(self, url=None):
+        parsed, conn = super(OperatorConnection, self).http_connection(url)
+        request = conn.request
+
+        def operators_request(method, full_path, data=None, headers=None,
+                              files=None):
+            headers = dict(headers or {},
+                           **{tags.OPERATOR_REQUEST_HEADER: 'true'})
+            return request(method, full_path, data, headers, files)
+        conn.request = operators_request
+        return parsed, conn
+
+
 def _connection(creds, retries, url=None, token=None):
-    return swiftclient.Connection(
+    return OperatorConnection(
         creds['auth'], creds['user'], creds['key'], retries=retries,
         auth_version=creds['auth_version'],
         os_options=dict(creds['os_options']), cacert=creds['os_cacert'],

@@ -17,7 +17,7 @@ import eventlet
 
 from swift.common.memcached import load_memcache
 from swift.common.registry import register_swift_info
-from swift.common.utils import get_logger
+from swift.common.utils import config_true_value, get_logger
 
 import swift_mass
 from swift_mass import metrics, tags
@@ -210,6 +210,8 @@ class MassMiddleware(object):
             tags.REPLICAS_REQUEST_HEADER), None)
         policy_asked = env.pop(tags.environ_key(
             tags.POLICY_REQUEST_HEADER), None)
+        operators_work = config_true_value(env.pop(tags.environ_key(
+            tags.OPERATOR_REQUEST_HEADER), None))
         if tags.strip_client_tags(env):
             metrics.increment(self.logger, 'forged_tags', 'forged_tags')
         tenant = tenant_of(env.get('PATH_INFO', ''))
@@ -221,7 +223,7 @@ class MassMiddleware(object):
 
         if self.conf.control_loop:
             self._ensure_loop(env)
-        request = MassRequest(self, env, tenant)
+        request = MassRequest(self, env, tenant, operators_work)
         for mark, sent in sent_marks.items():
             mark.take(env, sent)
         refusal = request.authorization.settle()

@@ -73,12 +73,16 @@ class MassRequest(WSGIContext):
       client has gone.
 
     ``mass`` is the :class:`~swift_mass.proxy.middleware.MassMiddleware`
-    that serves it: its configuration, control loop and lookups.
+    that serves it: its configuration, control loop and lookups;
+    ``operators_work``: whether it came with
+    :data:`~swift_mass.tags.OPERATOR_REQUEST_HEADER` (counted all the same
+    unless Swift finds it is a reseller admin's).
     """
 
-    def __init__(self, mass, env, tenant):
+    def __init__(self, mass, env, tenant, operators_work=False):
         super(MassRequest, self).__init__(mass.app)
         self.mass = mass
+        self.operators_work = operators_work
         self.env = env
         self.tenant = tenant
         self.is_object = object_of(env['PATH_INFO'])
@@ -215,10 +219,13 @@ class MassRequest(WSGIContext):
         # a request Swift did not authorise leaves nothing behind; one
         # Mass refused (a write to a container being moved) reached no
         # storage server, and a client's retries of it would make a
-        # reading tenant look like a writer
+        # reading tenant look like a writer; an operator's own work on
+        # the tenant's account (a move's copies and deletes) is not the
+        # tenant's workload, and would make it a writer too
         if not self.authorization.authorized or \
                 self.authorization.refusal is not None or \
-                not monitor.counted(op, status):
+                (self.operators_work and self.env.get('reseller_request')) \
+                or not monitor.counted(op, status):
             return
         size = None
         if self.is_object and op in ('PUT', 'COPY'):

@@ -85,6 +85,8 @@ def test_tenant_connection_is_the_operators_on_the_tenants_account(
     conn.post_account({'X-Mass-Urgent': 'true'})
     assert proxy.marks == {'AUTH_test': True}
     assert proxy.requests[0][2]['X-Auth-Token'] == 'AUTH_tk_admin'
+    # the operator's own work: not counted in the tenant's workload
+    assert proxy.requests[0][2]['X-Mass-Operator'] == 'true'
     with pytest.raises(ClientException):
         client.tenant_connection(v1(proxy.url + '/auth/v1.0', 'admin:admin',
                                     'wrong'), 'AUTH_test', retries=0)

@@ -27,7 +27,7 @@ from swift.common.utils import Timestamp
 from swiftclient.exceptions import ClientException
 
 from swift_mass import tags
-from swift_mass.cli import control, main as cli, migrate
+from swift_mass.cli import client as cli_client, control, main as cli, migrate
 from swift_mass.control.entry import PolicyEntry
 from swift_mass.proxy import marks, middleware as proxy
 
@@ -1814,6 +1814,8 @@ def fake_swiftclient(monkeypatch, swift, info=None):
             return info if info is not None else \
                 super(Connection, self).get_capabilities()
     monkeypatch.setattr(swiftclient.client, 'Connection', Connection)
+    # the one swift-mass's commands make (client.OperatorConnection)
+    monkeypatch.setattr(cli_client, 'OperatorConnection', Connection)
     return seen
 
 
