@@ -324,16 +324,24 @@ def staging_copies(cluster, then, after=3):
     return hook
 
 
-def test_a_move_whose_tenant_turns_writer_is_given_back_whole():
-    """photos' upload burst while its container moves: the move would
-    refuse every upload until it ended; it stops at its next write and is
-    aborted, and the container is as it was, writable, in its policy."""
+def turning_writer():
+    """A cluster whose tenant, due to move, turns writer (photos' upload
+    burst) at its move's third staging copy; and its container c as it
+    was."""
     cluster = Cluster()
     populate(cluster.swift)
     before = snapshot(cluster.swift, 'c')
     cluster.policy(since=0.0)
     cluster.before = staging_copies(cluster, lambda: cluster.policy(
         'write', 'bulk', since=cluster.swift.now))
+    return cluster, before
+
+
+def test_a_move_whose_tenant_turns_writer_is_given_back_whole():
+    """photos' upload burst while its container moves: the move would
+    refuse every upload until it ended; it stops at its next write and is
+    aborted, and the container is as it was, writable, in its policy."""
+    cluster, before = turning_writer()
     result = cluster.mover().run_once()
     assert result['moved'] is None
     back, = result['given_back']
@@ -370,12 +378,7 @@ def test_a_move_is_stopped_in_its_settle():
 
 
 def test_a_give_back_that_fails_is_tried_again_by_the_next_passes():
-    cluster = Cluster()
-    populate(cluster.swift)
-    before = snapshot(cluster.swift, 'c')
-    cluster.policy(since=0.0)
-    cluster.before = staging_copies(cluster, lambda: cluster.policy(
-        'write', 'bulk', since=cluster.swift.now))
+    cluster, before = turning_writer()
     mover = cluster.mover()
     working = mover.migrator
 
