@@ -83,14 +83,14 @@ REPLICA_RESPONSE_PREFIX = 'X-Mass-Replica-'
 # version of the policy table it holds and its process id: the adaptation
 # benchmark times a change until every worker applies it.
 POLICY_REQUEST_HEADER = 'X-Mass-Policy'
-# On a reseller admin's request to a tenant's account: the operator's own
-# work there (swift-mass's commands: a move's copies, fences and deletes),
-# not the tenant's workload, so it is not counted in the tenant's window.
-# From anyone else it is dropped with the forged tags, and counted.
-OPERATOR_REQUEST_HEADER = 'X-Mass-Operator'
 POLICY_RESPONSE_HEADER = 'X-Mass-Policy'
 TABLE_VERSION_RESPONSE_HEADER = 'X-Mass-Table-Version'
 WORKER_RESPONSE_HEADER = 'X-Mass-Worker'
+# On a reseller admin's request to a tenant's account: the operator's own
+# work there (swift-mass's commands: a move's copies, fences and deletes),
+# not the tenant's workload, so it is not counted in the tenant's window.
+# The filter takes it out of every request; anyone else's is counted.
+OPERATOR_REQUEST_HEADER = 'X-Mass-Operator'
 # On an account: the tenant's requests get mass_queue's reserved slots.
 URGENT_MARK_HEADER = 'X-Mass-Urgent'
 # On an account: Mass leaves the tenant's requests as Swift alone would

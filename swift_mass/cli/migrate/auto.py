@@ -45,6 +45,7 @@ does the I/O.  It acts with a reseller admin's credentials, given as to
 ``swift-mass migrate``.  SIGTERM stops a move as a failed run stops: the
 write mark comes off, the journal stays for the next pass.
 """
+import functools
 import signal
 import sys
 import threading
@@ -311,9 +312,7 @@ class AutoMigrator(object):
         """Abort the move of ``tenant``'s ``container`` (stopped: ``why``);
         its summary."""
         _, connect = self.connector(self.creds, tenant, auth=auth)
-
-        def progress(message):
-            self.logger.info('%s: %s', tenant, message)
+        progress = functools.partial(self.logger.info, '%s: %s', tenant)
         summary = self.migrator(connect, None, progress,
                                 workers=self.conf.concurrency).abort(
                                     container)
