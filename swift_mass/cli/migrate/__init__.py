@@ -80,10 +80,11 @@ from swift_mass.cli import client, output, projects
 # callers and tests take these names from here, where they were before
 # migrate was split into the modules below
 from swift_mass.cli.migrate.decisions import (  # noqa
-    JOURNAL_CONTAINER, PASSES, PROBE_TYPE, RAW_QUERY, MigrationError,
-    container_step, copy_query, empty_action, fingerprint, in_copy_order,
-    index, is_ours, kind_of, listing_key, mismatches, not_in, refusal,
-    resolve_target, restore_action, saved_headers, staging_name)
+    JOURNAL_CONTAINER, PASSES, PROBE_TYPE, RAW_QUERY, UPDATES_WAIT,
+    MigrationError, container_step, copy_query, empty_action, fingerprint,
+    in_copy_order, index, is_ours, kind_of, listing_key, mismatches, not_in,
+    refusal, resolve_target, restore_action, saved_headers, staging_name,
+    written_since)
 from swift_mass.cli.migrate.journal import Journal  # noqa
 from swift_mass.cli.migrate.lock import Lock, LockHeld  # noqa
 from swift_mass.cli.migrate.migrator import Migrator
@@ -118,7 +119,8 @@ def command(args, table, progress):
         containers = [c['name'] for c in conn.get_account(
             full_listing=True)[1] if not is_ours(c['name'])]
     migrator = Migrator(connect, target, progress, workers=args.concurrency,
-                        settle=args.settle, lock_ttl=args.lock_ttl)
+                        settle=args.settle, lock_ttl=args.lock_ttl,
+                        updates_wait=args.updates_wait)
     if not args.containers:
         # a move under way whose container is gone for the moment
         containers += sorted(
@@ -212,6 +214,12 @@ def add_parsers(subparsers):
                        help='seconds between marking a container and its '
                        'last listing, for writes in flight and cached '
                        'container info (default 60)')
+        p.add_argument('--updates-wait', type=float, default=UPDATES_WAIT,
+                       help='seconds an emptied container waits for Swift\'s '
+                       'object updaters to take the objects this move '
+                       'deleted out of its listing before the run stops '
+                       '(default %d; the updaters sweep every 300 s by '
+                       'default)' % UPDATES_WAIT)
         p.add_argument('--lock-ttl', type=int, default=30,
                        help='seconds the lock of a killed run lasts')
         p.set_defaults(func=lambda args, p=p: run(args, p))

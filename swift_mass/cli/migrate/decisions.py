@@ -23,6 +23,11 @@ MARK_HEADER = tags.MIGRATING_MARK_HEADER
 PHASES = ('copy', 'empty', 'restore', 'cleanup')
 # copy passes before a phase gives up on objects it cannot copy
 PASSES = 3
+# seconds the empty phase waits for the container's listing to drop the rows
+# of the objects it deleted: an update a busy container server did not take
+# in time waits in an async pending on the object's node, and Swift's object
+# updaters sweep those every 300 s by default ([object-updater] interval)
+UPDATES_WAIT = 600.0
 # what HEAD needs to see a manifest or a symlink as itself, not its target
 RAW_QUERY = 'multipart-manifest=get&symlink=get'
 # kinds in the order they are copied: a manifest PUT checks its segments
@@ -209,6 +214,15 @@ def is_fenced(current, staged):
 def listed_version(entry):
     """The version of a listing entry (as HEAD shows its X-Timestamp)."""
     return Timestamp.from_isoformat(entry['last_modified']).normal
+
+
+def written_since(entries, deleted):
+    """The listing entries that are not rows of objects this run deleted
+    (``deleted``: {name: the version it deleted}): a row of one, dated at
+    or before that version, is an update its container has not had yet;
+    any other row is an object written since."""
+    return [e for e in entries if e['name'] not in deleted or
+            Timestamp(listed_version(e)) > Timestamp(deleted[e['name']])]
 
 
 def is_probe(key):

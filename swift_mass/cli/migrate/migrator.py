@@ -15,8 +15,8 @@ import time
 
 from swift_mass.cli.migrate.account import Account
 from swift_mass.cli.migrate.decisions import (
-    JOURNAL_CONTAINER, MARK_HEADER, PHASES, ROLES, MigrationError, is_ours,
-    refusal, saved_headers, stamp_base)
+    JOURNAL_CONTAINER, MARK_HEADER, PHASES, ROLES, UPDATES_WAIT,
+    MigrationError, is_ours, refusal, saved_headers, stamp_base)
 from swift_mass.cli.migrate.journal import Journal
 from swift_mass.cli.migrate.lock import Lock
 from swift_mass.cli.migrate.objects import ObjectMover
@@ -31,7 +31,8 @@ class Migrator(object):
 
     def __init__(self, connect, target, progress=lambda msg: None,
                  workers=8, settle=60, lock_ttl=30, lock_wait=None,
-                 delete_retries=30, sleep=time.sleep, clock=time.time):
+                 delete_retries=30, updates_wait=UPDATES_WAIT,
+                 sleep=time.sleep, clock=time.time):
         self.target = target
         self.progress = progress
         self.lock_ttl = lock_ttl
@@ -42,7 +43,8 @@ class Migrator(object):
                                    max(1, int(workers)), stamp_base(clock()))
         self.phases = {
             'copy': CopyPhase(self.account, self.objects, progress, settle),
-            'empty': EmptyPhase(self.account, self.objects, progress),
+            'empty': EmptyPhase(self.account, self.objects, progress,
+                                updates_wait),
             'restore': RestorePhase(self.account, self.objects, progress),
             'cleanup': CleanupPhase(self.account, self.objects, progress)}
 

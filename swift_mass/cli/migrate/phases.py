@@ -16,10 +16,13 @@ from swiftclient.exceptions import ClientException
 
 from swift_mass.cli.migrate.decisions import (
     ABSENT, CHANGED, COPIED, DELETED, GONE, JOURNAL_CONTAINER, MARK_HEADER,
-    NEWER, PASSES, RESTORE, UNPROBE, VERSIONING_HEADERS, MigrationError,
-    container_step, empty_action, http_status, in_copy_order, index,
-    is_probe, listed_version, not_in, restore_action, saved_headers,
-    staged_headers)
+    NEWER, PASSES, RESTORE, UNPROBE, UPDATES_WAIT, VERSIONING_HEADERS,
+    MigrationError, container_step, empty_action, http_status,
+    in_copy_order, index, is_probe, listed_version, not_in, restore_action,
+    saved_headers, staged_headers, written_since)
+
+# seconds between two looks at a listing that waits for container updates
+UPDATES_POLL = 5.0
 
 
 class Phase(object):
@@ -119,15 +122,19 @@ class EmptyPhase(Phase):
     """empty C: every object deleted, then C, then C created again in the
     target policy."""
 
-    def __init__(self, account, objects, progress):
+    def __init__(self, account, objects, progress,
+                 updates_wait=UPDATES_WAIT):
         super(EmptyPhase, self).__init__(account, objects, progress)
-        # the objects of C this run deleted itself (EmptyPhase._settle)
-        self.emptied = set()
+        self.updates_wait = updates_wait
+        # {name: version} of the objects of C this run deleted itself
+        # (EmptyPhase._settle)
+        self.emptied = {}
 
     def run(self, journal, summary):
         # a run runs each phase once at most: this is the run's start
-        self.emptied = set()
+        self.emptied = {}
         container = journal.container
+        why = None
         for attempt in range(5):
             head = self.account.head_container(container)
             step = container_step(
@@ -137,17 +144,16 @@ class EmptyPhase(Phase):
                 break
             if step == 'empty':
                 self._empty(journal, summary)
-                if not self.account.delete_container(container,
-                                                     every_replica=True):
-                    continue  # objects arrived: empty it again
+                if not self._delete_emptied(container):
+                    why = 'objects keep arriving in it'
+                    continue  # empty it again
             self.progress('%s: creating it again in %s' % (
                 container, journal.target))
             self.account.ensure_container(container, journal.target,
                                           journal.saved)
+            why = 'clients keep creating it again in another policy'
         else:
-            raise MigrationError(
-                '%s: clients keep creating it again in another policy'
-                % container)
+            raise MigrationError('%s: %s' % (container, why))
         # every replica deleted it first (Account.delete_container), so
         # every one took the PUT; one that did not would keep the old
         # policy, and the proxies whose lookups reach it would write and
@@ -160,6 +166,33 @@ class EmptyPhase(Phase):
                 'bring its replicas together before the move goes on; run '
                 'again later' % (container, journal.target, why))
         self.next_phase(journal, 'restore')
+
+    def _delete_emptied(self, container):
+        """Delete C, emptied: True, or False if it lists objects written
+        since (to be emptied again).  Rows of objects this run deleted are
+        their container updates, late: waited for, up to ``updates_wait``
+        seconds, rather than deleting the objects again."""
+        deadline = self.account.clock() + self.updates_wait
+        shown = None
+        while not self.account.delete_container(container,
+                                                every_replica=True):
+            rows = self.account.listing(container)
+            if written_since(rows, self.emptied):
+                return False
+            if self.account.clock() >= deadline:
+                raise MigrationError(
+                    '%s: %d objects this move deleted are still listed '
+                    '(%s): their container updates have not arrived; '
+                    'Swift\'s object updaters send them (async pendings '
+                    'on the object servers): run again later' % (
+                        container, len(rows),
+                        ', '.join(e['name'] for e in rows[:5])))
+            if len(rows) != shown:
+                shown = len(rows)
+                self.progress('%s: waiting for the container updates of %d '
+                              'objects deleted' % (container, shown))
+            self.account.sleep(UPDATES_POLL)
+        return True
 
     def _empty(self, journal, summary):
         container, staging = journal.container, journal.staging
@@ -200,11 +233,11 @@ class EmptyPhase(Phase):
             lambda name: self._delete_staged(
                 container, staging, name, versions[name]),
             entries, '%s: empty' % container)
-        for name, (result, copied) in deletes.items():
+        for name, (result, copied, version) in deletes.items():
             if result == DELETED:
-                self.emptied.add(name)
+                self.emptied[name] = version
             summary['copied'] += copied
-        deletes = {name: result for name, (result, _) in deletes.items()}
+        deletes = {name: result for name, (result, _, _) in deletes.items()}
         summary['deleted'] += sum(1 for result in deletes.values()
                                   if result == DELETED)
         # replaced since they were listed (NEWER), or deleted (ABSENT)
@@ -216,7 +249,8 @@ class EmptyPhase(Phase):
         """Delete the object of C whose staged version is ``version``,
         first copying to S any later version a client wrote meanwhile (a
         POST's new metadata included): ``(DELETED, NEWER or ABSENT, the
-        number of copies made)``; NEWER and ABSENT are settled later."""
+        number of copies made, the version deleted)``; NEWER and ABSENT
+        are settled later."""
         copied = 0
         # whether C still held ``version`` as this run fenced it (the
         # fence's 409 may then be the replicas that took it:
@@ -226,11 +260,11 @@ class EmptyPhase(Phase):
             result = self.objects.delete_unchanged(container, staging, name,
                                                    version, fenced)
             if result != CHANGED:
-                return result, copied
+                return result, copied, version
             outcome, latest = self.objects.copy_object(container, staging,
                                                        name)
             if outcome != COPIED:
-                return ABSENT, copied  # gone meanwhile: settled later
+                return ABSENT, copied, version  # gone: settled later
             fenced = Timestamp(latest) == Timestamp(version)
             copied += not fenced
             version = latest
@@ -266,7 +300,7 @@ class EmptyPhase(Phase):
         if outcome == COPIED and self.objects.delete_object(
                 container, name, version, UNPROBE) == DELETED:
             # nothing later than what this move deleted: S's copy is it
-            self.emptied.add(name)
+            self.emptied[name] = version
             return 'staged'
         for attempt in range(PASSES):
             # what C holds is the client's: copy it, or drop S's copy
@@ -283,7 +317,7 @@ class EmptyPhase(Phase):
             version = latest
             if self.objects.delete_unchanged(
                     container, staging, name, version) == DELETED:
-                self.emptied.add(name)
+                self.emptied[name] = version
                 return 'copied'
         raise MigrationError('%s/%s: a client keeps writing it' % (
             container, name))

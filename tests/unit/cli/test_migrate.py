@@ -63,6 +63,13 @@ class FakeSwift(object):
         #: the run's sleeps (None: for good)
         self.lagging_rows = {}
         self.lagging_for = None
+        #: {container: {name: listing entry}}: rows of objects deleted in
+        #: the containers of ``holding_updates`` that every replica still
+        #: lists (the DELETEs' container updates wait in async pendings)
+        #: until the clock reaches ``updates_arrive_at`` (None: never)
+        self.held_rows = {}
+        self.holding_updates = set()
+        self.updates_arrive_at = None
         self.now = 1000.0
         self.ts = 0
         self.crash_at = None
@@ -175,8 +182,14 @@ class FakeSwift(object):
 
     def listing(self, container):
         objects = self.containers[container]['objects']
-        return [self.entry(n, objects[n]) for n in sorted(objects)
-                if not self._expired(objects[n])]
+        entries = [self.entry(n, objects[n]) for n in objects
+                   if not self._expired(objects[n])]
+        if self.updates_arrive_at is not None and \
+                self.now >= self.updates_arrive_at:
+            self.held_rows.clear()
+        entries += [e for n, e in self.held_rows.get(container, {}).items()
+                    if n not in objects]
+        return sorted(entries, key=lambda e: e['name'])
 
 
 class FakeConn(object):
@@ -405,6 +418,7 @@ class FakeConn(object):
             return self._answer(response_dict, 202)
         obj['ts'] = timestamp
         target['objects'][name] = obj
+        self.swift.held_rows.get(container, {}).pop(name, None)
         self.swift.tombstones.pop((target['policy'], container, name), None)
         self._answer(response_dict, 201)
 
@@ -451,6 +465,9 @@ class FakeConn(object):
         tombstone = self.swift.tombstones.get(key)
         if tombstone is None or tombstone < timestamp:
             self.swift.tombstones[key] = timestamp
+            if live and container in self.swift.holding_updates:
+                self.swift.held_rows.setdefault(container, {})[name] = \
+                    self.swift.entry(name, obj)
             target['objects'].pop(name, None)
         if not live:
             raise ClientException('no object', http_status=404)
@@ -648,6 +665,16 @@ def test_phase_decisions():
                                   'bulk') == 'empty'
     assert migrate.container_step('empty', 'fast', 'standard', 'bulk') == \
         'empty'
+
+
+def test_rows_of_the_runs_own_deletes_are_not_objects_written_since():
+    deleted = {'a': Timestamp(100).normal, 'b': Timestamp(100).normal}
+    rows = [{'name': 'a', 'last_modified': Timestamp(100).isoformat},
+            {'name': 'b', 'last_modified': Timestamp(101).isoformat},
+            {'name': 'c', 'last_modified': Timestamp(99).isoformat}]
+    assert [e['name'] for e in migrate.written_since(rows, deleted)] == \
+        ['b', 'c']
+    assert migrate.written_since(rows[:1], deleted) == []
 
 
 # --- the procedure ----------------------------------------------------------
@@ -1789,7 +1816,8 @@ def test_large_listings_are_read_whole():
 def command_args(action, *containers, **options):
     args = dict(action=action, tenant='AUTH_t', containers=list(containers),
                 policy=None, auth='http://p/auth/v1.0', user='op:op',
-                key='k', concurrency=2, settle=0, lock_ttl=30)
+                key='k', concurrency=2, settle=0, lock_ttl=30,
+                updates_wait=60)
     args.update(options)
     return argparse.Namespace(**args)
 
@@ -2017,3 +2045,85 @@ def test_without_the_filters_replicas_nothing_is_deleted():
                        match='does not show the replicas of c'):
         m.run('c')
     assert swift.containers['c']['policy'] == 'standard'
+
+
+# --- container updates that come late ---------------------------------------
+
+def count_deletes(swift, container):
+    """{name: how many times anyone deleted it in ``container``}."""
+    counted = {}
+    delete = FakeConn.delete_object
+
+    def counting(conn, c, name, headers=None, response_dict=None):
+        if c == container:
+            counted[name] = counted.get(name, 0) + 1
+        return delete(conn, c, name, headers, response_dict)
+    return counted, mock.patch.object(FakeConn, 'delete_object', counting)
+
+
+def test_an_emptied_container_waits_for_the_updates_of_its_deletes():
+    """Every replica still lists the objects the move deleted (their
+    container updates wait behind a busy device): the move waits for
+    Swift's updaters instead of emptying the container again."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    swift.holding_updates.add('c')
+    swift.updates_arrive_at = swift.now + 60
+    counted, patch = count_deletes(swift, 'c')
+    m = migrator(swift)
+    with patch:
+        assert m.run('c')['status'] == 'moved'
+    assert_moved(swift, before)
+    assert set(counted.values()) == {1}
+    assert any('waiting for the container updates of 17 objects' in msg
+               for msg in m.messages)
+
+
+def test_updates_that_never_come_stop_the_move_naming_them():
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    swift.holding_updates.add('c')
+    counted, patch = count_deletes(swift, 'c')
+    start = swift.now
+    with patch, pytest.raises(migrate.MigrationError,
+                              match='c: 17 objects this move deleted are '
+                                    'still listed .*container updates'):
+        migrator(swift, updates_wait=120).run('c')
+    assert set(counted.values()) == {1}
+    assert 120 <= swift.now - start <= 120 + 5 + 5 + 5
+    # c was not deleted, and is writable; once the updates are in, a
+    # later run finishes the move
+    assert swift.containers['c']['policy'] == 'standard'
+    assert swift.containers['c']['mark'] is None
+    swift.updates_arrive_at = swift.now
+    migrator(swift).run('c')
+    assert_moved(swift, before)
+
+
+def test_an_object_written_while_updates_are_waited_for_is_moved_too():
+    """A client writes through a proxy without the filter while the move
+    waits: the container is emptied again, that object kept."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    swift.holding_updates.add('c')
+    swift.updates_arrive_at = swift.now + 60
+    client = FakeConn(swift, reseller=False, mass=False)
+    m = migrator(swift)
+    progress, written = m.progress, []
+
+    def write_once(message):
+        progress(message)
+        if 'waiting for the container updates' in message and not written:
+            written.append(message)
+            client.put_object('c', 'fresh', 'written meanwhile')
+    for phase in m.phases.values():
+        phase.progress = write_once
+    assert m.run('c')['status'] == 'moved'
+    assert swift.containers['c']['objects']['fresh']['body'] == \
+        b'written meanwhile'
+    after = snapshot(swift, 'c')
+    del after['fresh']
+    assert after == before
