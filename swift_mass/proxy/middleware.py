@@ -73,7 +73,9 @@ class MassMiddleware(object):
     * counts the request once it has completed (its body sent or the
       client gone) in the tenant's window: operations, bytes, latency,
       object sizes.  Subrequests of other middlewares, 401/403 answers and
-      other answers that no storage server worked for are not counted.
+      other answers that no storage server worked for are not counted,
+      but for the 503 refusing a write to a container being moved: that
+      is the tenant's demand.
 
     Nothing before authorisation: whatever costs a lookup or leaves state
     (the urgent mark's account lookup, routing's container lookup,

@@ -216,14 +216,13 @@ class MassRequest(WSGIContext):
         return CountedBody(app_iter, on_close)
 
     def _count(self, op, status, length, sent, seconds):
-        # a request Swift did not authorise leaves nothing behind; one
-        # Mass refused (a write to a container being moved) reached no
-        # storage server, and a client's retries of it would make a
-        # reading tenant look like a writer; an operator's own work on
-        # the tenant's account (a move's copies and deletes) is not the
-        # tenant's workload, and would make it a writer too
+        # a request Swift did not authorise leaves nothing behind; an
+        # operator's own work on the tenant's account (a move's copies and
+        # deletes) is not the tenant's workload, and would make it a
+        # writer.  A write Mass refused (its container being moved) is
+        # counted: it is the tenant's demand, and only it shows
+        # auto-migrate a reader turned writer whose move is to be given back
         if not self.authorization.authorized or \
-                self.authorization.refusal is not None or \
                 (self.operators_work and self.env.get('reseller_request')) \
                 or not monitor.counted(op, status):
             return
