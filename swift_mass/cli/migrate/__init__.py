@@ -81,10 +81,10 @@ from swift_mass.cli import client, output, projects
 # migrate was split into the modules below
 from swift_mass.cli.migrate.decisions import (  # noqa
     JOURNAL_CONTAINER, PASSES, PROBE_TYPE, RAW_QUERY, UPDATES_WAIT,
-    MigrationError, container_step, copy_query, empty_action, fingerprint,
-    in_copy_order, index, is_ours, kind_of, listing_key, mismatches, not_in,
-    refusal, resolve_target, restore_action, saved_headers, staging_name,
-    written_since)
+    Deletion, MigrationError, container_step, copy_query, empty_action,
+    fingerprint, in_copy_order, index, is_ours, kind_of, listing_key,
+    mismatches, not_in, refusal, resolve_target, restore_action,
+    saved_headers, staging_name, written_since)
 from swift_mass.cli.migrate.journal import Journal  # noqa
 from swift_mass.cli.migrate.lock import Lock, LockHeld  # noqa
 from swift_mass.cli.migrate.migrator import Migrator
@@ -215,11 +215,12 @@ def add_parsers(subparsers):
                        'last listing, for writes in flight and cached '
                        'container info (default 60)')
         p.add_argument('--updates-wait', type=float, default=UPDATES_WAIT,
-                       help='seconds an emptied container waits for Swift\'s '
-                       'object updaters to take the objects this move '
-                       'deleted out of its listing before the run stops '
-                       '(default %d; the updaters sweep every 300 s by '
-                       'default)' % UPDATES_WAIT)
+                       help='seconds an emptied container waits while its '
+                       'replicas still list objects this move deleted (the '
+                       'move sends their DELETEs again; Swift\'s '
+                       'object-updater sends an update that timed out, '
+                       'every 300 s by default) before the run stops '
+                       '(default %d)' % UPDATES_WAIT)
         p.add_argument('--lock-ttl', type=int, default=30,
                        help='seconds the lock of a killed run lasts')
         p.set_defaults(func=lambda args, p=p: run(args, p))

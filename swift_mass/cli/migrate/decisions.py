@@ -12,6 +12,8 @@
 """The pure decisions of ``swift-mass migrate``
 (:mod:`swift_mass.cli.migrate`): functions with no I/O, so that they can be
 tested without a cluster, and the names the move's modules share."""
+import collections
+
 from swift.common.utils import Timestamp
 
 from swift_mass import tags
@@ -24,9 +26,10 @@ PHASES = ('copy', 'empty', 'restore', 'cleanup')
 # copy passes before a phase gives up on objects it cannot copy
 PASSES = 3
 # seconds the empty phase waits for the container's listing to drop the rows
-# of the objects it deleted: an update a busy container server did not take
-# in time waits in an async pending on the object's node, and Swift's object
-# updaters sweep those every 300 s by default ([object-updater] interval)
+# of the objects it deleted (EmptyPhase._delete_emptied): an update a busy
+# container server did not take in time waits in an async pending on the
+# object's node, and Swift's object-updaters sweep those every 300 s by
+# default ([object-updater] interval)
 UPDATES_WAIT = 600.0
 # what HEAD needs to see a manifest or a symlink as itself, not its target
 RAW_QUERY = 'multipart-manifest=get&symlink=get'
@@ -216,13 +219,20 @@ def listed_version(entry):
     return Timestamp.from_isoformat(entry['last_modified']).normal
 
 
+#: A DELETE a run made of an object of C: the version it deleted, the role
+#: (offset) of its X-Timestamp and the X-If-Delete-At it named (None: none),
+#: what sending the same DELETE again takes
+Deletion = collections.namedtuple('Deletion', 'version role fence')
+
+
 def written_since(entries, deleted):
     """The listing entries that are not rows of objects this run deleted
-    (``deleted``: {name: the version it deleted}): a row of one, dated at
-    or before that version, is an update its container has not had yet;
-    any other row is an object written since."""
+    (``deleted``: {name: its :data:`Deletion`}): a row of one, dated at or
+    before the version deleted, is a replica that has not had the delete
+    yet; any other row is an object written since."""
     return [e for e in entries if e['name'] not in deleted or
-            Timestamp(listed_version(e)) > Timestamp(deleted[e['name']])]
+            Timestamp(listed_version(e)) >
+            Timestamp(deleted[e['name']].version)]
 
 
 def is_probe(key):

@@ -38,6 +38,8 @@ class ObjectMover(object):
         self.progress = progress
         self.workers = workers
         self.base = base
+        #: the X-Delete-At of this run's fences
+        self.fence = fence_delete_at(base)
 
     def copy_object(self, source, dest, name, role=COPY):
         """Copy one object server side, dated by its version, and verify
@@ -57,7 +59,7 @@ class ObjectMover(object):
                     return GONE, None
                 raise
             version = raw['x-timestamp']
-            if raw.get('x-delete-at') == str(fence_delete_at(self.base)):
+            if raw.get('x-delete-at') == str(self.fence):
                 # The replica read holds this run's own fence (no client
                 # sets its X-Delete-At): the staged copy's metadata, sent
                 # by this run, on the version it staged.  Nothing to copy,
@@ -170,13 +172,13 @@ class ObjectMover(object):
                                      'nothing is deleted without it' % (
                                          container, name, staging))
             raise
-        fence = fence_delete_at(self.base)
-        headers = fence_headers(staged, fence)
+        headers = fence_headers(staged, self.fence)
         headers['X-Timestamp'] = stamp(version, self.base, FENCE)
         refused = self._post(container, name, headers)
         if refused == ABSENT or (refused and not fenced_before):
             return refused
-        return self.delete_object(container, name, version, fence=fence)
+        return self.delete_object(container, name, version,
+                                  fence=self.fence)
 
     def unfence(self, container, staging, name):
         """Take a killed run's fence off an object of C, as its staged copy

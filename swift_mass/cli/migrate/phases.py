@@ -15,13 +15,14 @@ from swift.common.utils import Timestamp
 from swiftclient.exceptions import ClientException
 
 from swift_mass.cli.migrate.decisions import (
-    ABSENT, CHANGED, COPIED, DELETED, GONE, JOURNAL_CONTAINER, MARK_HEADER,
-    NEWER, PASSES, RESTORE, UNPROBE, UPDATES_WAIT, VERSIONING_HEADERS,
-    MigrationError, container_step, empty_action, http_status,
-    in_copy_order, index, is_probe, listed_version, not_in, restore_action,
-    saved_headers, staged_headers, written_since)
+    ABSENT, CHANGED, COPIED, DELETE, DELETED, GONE, JOURNAL_CONTAINER,
+    MARK_HEADER, NEWER, PASSES, RESTORE, UNPROBE, UPDATES_WAIT,
+    VERSIONING_HEADERS, Deletion, MigrationError, container_step,
+    empty_action, http_status, in_copy_order, index, is_probe,
+    listed_version, not_in, restore_action, saved_headers, staged_headers,
+    written_since)
 
-# seconds between two looks at a listing that waits for container updates
+# seconds between two looks at a listing that still shows objects deleted
 UPDATES_POLL = 5.0
 
 
@@ -126,7 +127,7 @@ class EmptyPhase(Phase):
                  updates_wait=UPDATES_WAIT):
         super(EmptyPhase, self).__init__(account, objects, progress)
         self.updates_wait = updates_wait
-        # {name: version} of the objects of C this run deleted itself
+        # {name: Deletion} of the objects of C this run deleted itself
         # (EmptyPhase._settle)
         self.emptied = {}
 
@@ -169,9 +170,13 @@ class EmptyPhase(Phase):
 
     def _delete_emptied(self, container):
         """Delete C, emptied: True, or False if it lists objects written
-        since (to be emptied again).  Rows of objects this run deleted are
-        their container updates, late: waited for, up to ``updates_wait``
-        seconds, rather than deleting the objects again."""
+        since (to be emptied again).  A row of an object this run deleted
+        is a replica that has not had the delete: one that took the fence
+        after the DELETE came (412 there, while a quorum deleted it) still
+        holds the object, and gets the same DELETE again, which deletes
+        only where this run's fence is; a container update that timed out
+        waits in an async pending for Swift's object-updater.  Waited for
+        up to ``updates_wait`` seconds, rather than emptying C again."""
         deadline = self.account.clock() + self.updates_wait
         shown = None
         while not self.account.delete_container(container,
@@ -182,15 +187,22 @@ class EmptyPhase(Phase):
             if self.account.clock() >= deadline:
                 raise MigrationError(
                     '%s: %d objects this move deleted are still listed '
-                    '(%s): their container updates have not arrived; '
-                    'Swift\'s object updaters send them (async pendings '
-                    'on the object servers): run again later' % (
+                    '(%s): a replica missed their DELETE and the fence, or '
+                    'their container updates wait in async pendings; '
+                    'Swift\'s replicators and object-updater bring them: '
+                    'run again later' % (
                         container, len(rows),
                         ', '.join(e['name'] for e in rows[:5])))
             if len(rows) != shown:
                 shown = len(rows)
-                self.progress('%s: waiting for the container updates of %d '
-                              'objects deleted' % (container, shown))
+                self.progress('%s: %d objects deleted are still listed: '
+                              'their DELETEs sent again' % (container, shown))
+            for entry in rows:
+                try:
+                    self.objects.delete_object(
+                        container, entry['name'], *self.emptied[entry['name']])
+                except ClientException:
+                    pass  # sent again at the next look
             self.account.sleep(UPDATES_POLL)
         return True
 
@@ -235,7 +247,8 @@ class EmptyPhase(Phase):
             entries, '%s: empty' % container)
         for name, (result, copied, version) in deletes.items():
             if result == DELETED:
-                self.emptied[name] = version
+                self.emptied[name] = Deletion(version, DELETE,
+                                              self.objects.fence)
             summary['copied'] += copied
         deletes = {name: result for name, (result, _, _) in deletes.items()}
         summary['deleted'] += sum(1 for result in deletes.values()
@@ -300,7 +313,7 @@ class EmptyPhase(Phase):
         if outcome == COPIED and self.objects.delete_object(
                 container, name, version, UNPROBE) == DELETED:
             # nothing later than what this move deleted: S's copy is it
-            self.emptied[name] = version
+            self.emptied[name] = Deletion(version, UNPROBE, None)
             return 'staged'
         for attempt in range(PASSES):
             # what C holds is the client's: copy it, or drop S's copy
@@ -317,7 +330,8 @@ class EmptyPhase(Phase):
             version = latest
             if self.objects.delete_unchanged(
                     container, staging, name, version) == DELETED:
-                self.emptied[name] = version
+                self.emptied[name] = Deletion(version, DELETE,
+                                              self.objects.fence)
                 return 'copied'
         raise MigrationError('%s/%s: a client keeps writing it' % (
             container, name))
