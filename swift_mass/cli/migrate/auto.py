@@ -107,7 +107,8 @@ def why_unwanted(tenant, table, target, policies, conf):
 
 class MoveWatch(object):
     """Stops a move (``migrator``'s, of ``tenant``'s container to
-    ``target``) once its tenant's policy no longer asks for it, looking at
+    ``target``) in its copy phase once its tenant's policy no longer asks
+    for it (a move past it finishes), looking at
     the policy table at most once each ``every`` seconds: from the move's
     progress (each phase, every few objects) and, in steps, from its waits
     (the settle), which :meth:`sleep` ends once the move is stopped."""
@@ -121,6 +122,8 @@ class MoveWatch(object):
         self.migrator = None
         #: why the move was stopped, or None
         self.stopped = None
+        #: why it would have been, had it not been past its copy phase
+        self.finishing = None
         self._next = mover.clock() + every
         self._guard = threading.Lock()
 
@@ -140,6 +143,18 @@ class MoveWatch(object):
             return
         why = why_unwanted(self.tenant, table, self.target, self.policies,
                            self.mover.conf)
+        if why is not None and self.migrator.phase not in (None, 'copy'):
+            # C is being emptied: giving it back would restore what was
+            # emptied into the source, as finishing restores it into the
+            # target, its writes refused either way until then (on the
+            # hetero SAIO an abort there restored 170 objects through the
+            # saturated HDD class); the move ends where the policy stood
+            if not self.finishing:
+                self.finishing = why
+                self.mover.logger.info(
+                    '%s: the move to %s is past its copy phase: it finishes '
+                    '(%s)', self.tenant, self.target, why)
+            return
         if why is not None:
             self.stopped = why
             self.mover.logger.info('%s: stopping the move to %s: %s',

@@ -35,6 +35,8 @@ class Migrator(object):
                  sleep=time.sleep, clock=time.time):
         self.target = target
         self.progress = progress
+        #: the phase the run is in (PHASES), None before the first
+        self.phase = None
         self.lock_ttl = lock_ttl
         self.lock_wait = lock_ttl + 5 if lock_wait is None else lock_wait
         self.clock = clock
@@ -260,6 +262,7 @@ class Migrator(object):
         for phase in PHASES:
             if journal.phase == phase:
                 self.account.lock.check()
+                self.phase = phase
                 self.phases[phase].run(journal, summary)
         summary['status'] = 'moved'
         return summary

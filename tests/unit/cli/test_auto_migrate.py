@@ -118,7 +118,7 @@ class Cluster(object):
         self.store = LocalStore()
         self.logged_in = 0
         #: ``before(method, container, name)``, run before each object PUT
-        #: and container POST of a move
+        #: and DELETE and container POST of a move
         self.before = lambda *args: None
 
     def login(self, creds):
@@ -140,6 +140,11 @@ class Cluster(object):
                 cluster.before('PUT', container, name)
                 return super(Conn, self).put_object(container, name, *args,
                                                     **kwargs)
+
+            def delete_object(self, container, name, *args, **kwargs):
+                cluster.before('DELETE', container, name)
+                return super(Conn, self).delete_object(container, name,
+                                                       *args, **kwargs)
 
             def post_container(self, name, headers):
                 cluster.before('POST', name, None)
@@ -354,9 +359,36 @@ def test_a_move_whose_tenant_turns_writer_is_given_back_whole():
     assert set(cluster.swift.containers) == {'c', 'segs'}
 
 
+def test_a_move_whose_tenant_turns_writer_once_emptied_finishes():
+    """Past its copy phase, giving a move back would restore what was
+    emptied into the source as finishing restores it into the target (a
+    diagnostic's abort restored 170 objects through the saturated HDD
+    class): the move finishes."""
+    cluster = Cluster()
+    populate(cluster.swift)
+    before = snapshot(cluster.swift, 'c')
+    cluster.policy(since=0.0)
+    deletes = []
+
+    def hook(method, container, name):
+        if (method, container) == ('DELETE', 'c'):
+            deletes.append(name)
+            if len(deletes) == 3:
+                cluster.swift.sleep(10)
+                cluster.policy('write', 'bulk', since=cluster.swift.now)
+    cluster.before = hook
+    result = cluster.mover().run_once()
+    assert result['given_back'] == []
+    assert (result['moved']['container'], result['moved']['status']) == (
+        'c', 'moved')
+    assert cluster.swift.containers['c']['policy'] == 'fast'
+    assert cluster.swift.containers['c']['mark'] is None
+    assert snapshot(cluster.swift, 'c') == before
+
+
 def test_a_move_is_stopped_in_its_settle():
     """The settle (writes in flight) is waited in steps: a policy that
-    changes during it stops the move before its first copy."""
+    changes during it stops the move within it."""
     cluster = Cluster()
     populate(cluster.swift)
     before = snapshot(cluster.swift, 'c')
