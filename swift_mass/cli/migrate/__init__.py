@@ -216,11 +216,11 @@ def add_parsers(subparsers):
                        'container info (default 60)')
         p.add_argument('--updates-wait', type=float, default=UPDATES_WAIT,
                        help='seconds an emptied container waits while its '
-                       'replicas still list objects this move deleted (the '
-                       'move sends their DELETEs again; Swift\'s '
-                       'object-updater sends an update that timed out, '
-                       'every 300 s by default) before the run stops '
-                       '(default %d)' % UPDATES_WAIT)
+                       'replicas still list objects this move deleted and '
+                       'settled again (their updates in async pendings, '
+                       'which Swift\'s object-updater sends every 300 s by '
+                       'default) before the run stops (default %d)'
+                       % UPDATES_WAIT)
         p.add_argument('--lock-ttl', type=int, default=30,
                        help='seconds the lock of a killed run lasts')
         p.set_defaults(func=lambda args, p=p: run(args, p))

@@ -219,10 +219,9 @@ def listed_version(entry):
     return Timestamp.from_isoformat(entry['last_modified']).normal
 
 
-#: A DELETE a run made of an object of C: the version it deleted, the role
-#: (offset) of its X-Timestamp and the X-If-Delete-At it named (None: none),
-#: what sending the same DELETE again takes
-Deletion = collections.namedtuple('Deletion', 'version role fence')
+#: A DELETE a run made of an object of C: the version it deleted and the
+#: role (offset) of its X-Timestamp (DELETE, or UNPROBE: a probe's removal)
+Deletion = collections.namedtuple('Deletion', 'version role')
 
 
 def written_since(entries, deleted):

@@ -156,7 +156,7 @@ class EmptyPhase(Phase):
                 break
             if step == 'empty':
                 self._empty(journal, summary)
-                if not self._delete_emptied(container):
+                if not self._delete_emptied(journal, summary):
                     why = 'objects keep arriving in it'
                     continue  # empty it again
             self.progress('%s: creating it again in %s' % (
@@ -179,15 +179,19 @@ class EmptyPhase(Phase):
                 'again later' % (container, journal.target, why))
         self.next_phase(journal, 'restore')
 
-    def _delete_emptied(self, container):
+    def _delete_emptied(self, journal, summary):
         """Delete C, emptied: True, or False if it lists objects written
         since (to be emptied again).  A row of an object this run deleted
-        is a replica that has not had the delete: one that took the fence
-        after the DELETE came (412 there, while a quorum deleted it) still
-        holds the object, and gets the same DELETE again, which deletes
-        only where this run's fence is; a container update that timed out
-        waits in an async pending for Swift's object-updater.  Waited for
-        up to ``updates_wait`` seconds, rather than emptying C again."""
+        is a container replica that missed the delete: the object replica
+        that should have told it refused the DELETE (it took the fence
+        after it: 412) while a quorum took it, or its update timed out.
+        Such an object is settled again (:meth:`_settle`): its probe, dated
+        after this run's DELETE, reaches every object replica, and the
+        probe's removal every container replica.  A row of a probe's
+        removal is an update that waits in an async pending, for Swift's
+        object-updater.  Waited for up to ``updates_wait`` seconds, rather
+        than emptying C again."""
+        container = journal.container
         deadline = self.account.clock() + self.updates_wait
         shown = None
         while not self.account.delete_container(container,
@@ -198,22 +202,24 @@ class EmptyPhase(Phase):
             if self.account.clock() >= deadline:
                 raise MigrationError(
                     '%s: %d objects this move deleted are still listed '
-                    '(%s): a replica missed their DELETE and the fence, or '
-                    'their container updates wait in async pendings; '
-                    'Swift\'s replicators and object-updater bring them: '
+                    '(%s): their container updates wait in async pendings '
+                    'on the object servers, for Swift\'s object-updater; '
                     'run again later' % (
                         container, len(rows),
                         ', '.join(e['name'] for e in rows[:5])))
-            if len(rows) != shown:
-                shown = len(rows)
+            missed = [e for e in rows
+                      if self.emptied[e['name']].role == DELETE]
+            if missed:
                 self.progress('%s: %d objects deleted are still listed: '
-                              'their DELETEs sent again' % (container, shown))
-            for entry in rows:
-                try:
-                    self.objects.delete_object(
-                        container, entry['name'], *self.emptied[entry['name']])
-                except ClientException:
-                    pass  # sent again at the next look
+                              'settling them again' % (container,
+                                                       len(missed)))
+                for entry in missed:
+                    del self.emptied[entry['name']]
+                self._settle_all(container, journal.staging, missed, summary)
+            elif len(rows) != shown:
+                shown = len(rows)
+                self.progress('%s: waiting for the container updates of '
+                              '%d objects deleted' % (container, shown))
             self.account.sleep(UPDATES_POLL)
         return True
 
@@ -236,7 +242,10 @@ class EmptyPhase(Phase):
                   (name not in listed or is_probe(listed[name]))]
         self._settle_all(container, staging, unsure, summary)
         settled = set(e['name'] for e in unsure)
-        entries = [e for e in entries if e['name'] not in settled]
+        # emptied again: a row of this run's own delete (a probe's
+        # included) is a replica behind, not an object to copy or delete
+        entries = written_since([e for e in entries
+                                 if e['name'] not in settled], self.emptied)
         versions = {name: listed_version(e) for name, e in staged.items()}
         late = [e for e in entries
                 if empty_action(e, index(staged.values())) == 'copy']
@@ -258,8 +267,7 @@ class EmptyPhase(Phase):
             entries, '%s: empty' % container)
         for name, (result, copied, version) in deletes.items():
             if result == DELETED:
-                self.emptied[name] = Deletion(version, DELETE,
-                                              self.objects.fence)
+                self.emptied[name] = Deletion(version, DELETE)
             summary['copied'] += copied
         deletes = {name: result for name, (result, _, _) in deletes.items()}
         summary['deleted'] += sum(1 for result in deletes.values()
@@ -324,7 +332,7 @@ class EmptyPhase(Phase):
         if outcome == COPIED and self.objects.delete_object(
                 container, name, version, UNPROBE) == DELETED:
             # nothing later than what this move deleted: S's copy is it
-            self.emptied[name] = Deletion(version, UNPROBE, None)
+            self.emptied[name] = Deletion(version, UNPROBE)
             return 'staged'
         for attempt in range(PASSES):
             # what C holds is the client's: copy it, or drop S's copy
@@ -341,8 +349,7 @@ class EmptyPhase(Phase):
             version = latest
             if self.objects.delete_unchanged(
                     container, staging, name, version) == DELETED:
-                self.emptied[name] = Deletion(version, DELETE,
-                                              self.objects.fence)
+                self.emptied[name] = Deletion(version, DELETE)
                 return 'copied'
         raise MigrationError('%s/%s: a client keeps writing it' % (
             container, name))
