@@ -100,30 +100,19 @@ class CopyPhase(Phase):
                 'staging container %s exists in policy %s, not %s: it is '
                 'not this migration\'s' % (staging, got, journal.target))
         self.take_headers(journal)
-
-        def differing():
-            return not_in(self.account.listing(container),
-                          index(self.account.listing(staging)))
         # writes admitted before the mark reached every proxy (container
         # info is cached) or still uploading must land before the final
-        # listing below, or they would be copied only by the empty phase.
-        # The copy does not wait for them: it runs within the settle, and
-        # the passes after it copy what they changed (a client's POST or
-        # DELETE the listing does not show is the empty phase's: its fence
-        # and its probes find every write after the staged version)
-        if self.account.clock() < marked_at + self.settle:
-            copies = self.objects.copy_all(
-                container, staging, in_copy_order(differing()), 'copy')
-            summary['copied'] += sum(1 for outcome, _ in copies.values()
-                                     if outcome == COPIED)
+        # listing below, or they would be copied only by the empty phase
         wait = marked_at + self.settle - self.account.clock()
         if wait > 0:
             self.progress('%s: waiting %ds for writes in flight' % (
                 container, wait))
             self.account.sleep(wait)
         self.objects.copy_passes(
-            container, staging, differing, 'copy',
-            lambda left: '%s: %d objects still differ in %s' % (
+            container, staging, lambda: not_in(
+                self.account.listing(container),
+                index(self.account.listing(staging))),
+            'copy', lambda left: '%s: %d objects still differ in %s' % (
                 container, left, staging), summary, 'copied')
         # S holds a verified copy of every object of C: from here on S is
         # the reference and C may be emptied

@@ -940,58 +940,6 @@ def test_client_writes_after_the_copy_hold():
                      replaced={'obj002': b'newer', 'fresh': b'new'})
 
 
-def test_the_copy_runs_within_the_settle():
-    """The settle is for writes in flight to land before the copy's
-    final listing: the copy itself starts at once (a move's phase 1 on
-    the hetero SAIO waited 60 s before its first copy)."""
-    swift = FakeSwift()
-    populate(swift)
-    before = snapshot(swift, 'c')
-    copied_at = []
-    put = FakeConn.put_object
-
-    def timed(conn, container, name, *args, **kwargs):
-        if migrate.is_ours(container) and container != \
-                migrate.JOURNAL_CONTAINER:
-            copied_at.append(swift.now)
-        return put(conn, container, name, *args, **kwargs)
-    start = swift.now
-    with mock.patch.object(FakeConn, 'put_object', timed):
-        summary = migrator(swift, settle=60).run('c')
-    assert summary['status'] == 'moved'
-    assert_moved(swift, before)
-    assert copied_at and max(copied_at[:17]) == start
-    assert swift.now - start < 60 + 5
-
-
-def test_writes_in_flight_during_the_settle_after_the_copy_hold():
-    """Writes admitted before the mark reached every proxy land after the
-    early copy: the passes after the settle copy the new versions, the
-    empty phase drops what a client deleted, and the fence finds a POST
-    the listing does not show."""
-    swift = FakeSwift()
-    populate(swift)
-    before = snapshot(swift, 'c')
-    client = without_mass(swift)
-    m = migrator(swift, settle=60)
-
-    def in_flight(message):
-        m.messages.append(message)
-        if 'waiting' in message and 'for writes in flight' in message:
-            client.put_object('c', 'obj002', 'newer')
-            client.delete_object('c', 'obj003')
-            client.put_object('c', 'fresh', 'new')
-            client.post_object('c', 'obj004', {'X-Object-Meta-Index': 'p'})
-    for phase in m.phases.values():
-        phase.progress = in_flight
-    assert m.run('c')['status'] == 'moved'
-    assert swift.containers['c']['objects']['obj004']['meta'] == {
-        'Index': 'p'}
-    before['obj004'] = snapshot(swift, 'c')['obj004']
-    assert_moved_but(swift, dict(before, fresh=None), gone=['obj003'],
-                     replaced={'obj002': b'newer', 'fresh': b'new'})
-
-
 @pytest.mark.parametrize('copy_answer', [None, 422])
 def test_an_object_deleted_while_it_is_copied_is_gone(copy_answer):
     """A client deletes an object (through a proxy without Mass) after the
