@@ -143,7 +143,9 @@ class MoveWatch(object):
             return
         why = why_unwanted(self.tenant, table, self.target, self.policies,
                            self.mover.conf)
-        if why is not None and self.migrator.phase not in (None, 'copy'):
+        if why is None:
+            return
+        if self.migrator.phase not in (None, 'copy'):
             # C is being emptied: giving it back would restore what was
             # emptied into the source, as finishing restores it into the
             # target, its writes refused either way until then (on the
@@ -155,11 +157,10 @@ class MoveWatch(object):
                     '%s: the move to %s is past its copy phase: it finishes '
                     '(%s)', self.tenant, self.target, why)
             return
-        if why is not None:
-            self.stopped = why
-            self.mover.logger.info('%s: stopping the move to %s: %s',
-                                   self.tenant, self.target, why)
-            self.migrator.stop(why)
+        self.stopped = why
+        self.mover.logger.info('%s: stopping the move to %s: %s',
+                               self.tenant, self.target, why)
+        self.migrator.stop(why)
 
     def progress(self, message):
         self.mover.logger.info('%s: %s', self.tenant, message)
