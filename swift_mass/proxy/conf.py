@@ -179,6 +179,13 @@ class MassConf(object):
         self.default_priority = int_option(
             conf, section, 'default_priority', tags.DEFAULT_PRIORITY,
             tags.PRIORITY_MIN, tags.PRIORITY_MAX)
+        #: put on a reseller admin's own work on a tenant's account (a
+        #: move's copies, fences and deletes), as mass_queue puts its own
+        #: background_priority on replication: the tenant's requests go
+        #: first at the devices the move shares with them
+        self.background_priority = int_option(
+            conf, section, 'background_priority', tags.BACKGROUND_PRIORITY,
+            tags.PRIORITY_MIN, tags.PRIORITY_MAX)
         self.control_loop = bool_option(conf, section, 'control_loop', True)
         self.interval = float_option(conf, section, 'interval',
                                      controller.DEFAULT_SETTINGS.interval, 0.1,

@@ -23,20 +23,35 @@ old policy.  So ``swift-mass migrate`` deletes a container it emptied only
 once every replica shows it empty, and checks every replica's policy after
 it made it again; only the proxy has the rings to ask them.
 
+Swift's proxy lists a container from one replica, the first to answer:
+a row that one replica still lists after the others dropped it (an
+object replica refused the move's DELETE, 412, after it took the fence,
+while a quorum took the DELETE; or a container update that timed out) is
+seen only by the listings that happen to read that replica.  So the
+command also reads each replica's own listing, and settles every such
+row of its own deletes at once.
+
 A reseller admin's container HEAD with ``X-Mass-Replicas: true``
 (:data:`swift_mass.tags.REPLICAS_REQUEST_HEADER`) is answered here, once
 Swift's own authorisation allowed it: 200, with a header per primary
-(:func:`swift_mass.tags.replica_value`) from a direct HEAD of each.  From
-anyone else the header is dropped with the forged tags, and the HEAD is
-Swift's.
+(:func:`swift_mass.tags.replica_value`) from a direct HEAD of each; its
+GET, 200 with each primary's listing from a direct GET of each (a page
+after the request's ``marker``, of at most ``limit`` rows, Swift's
+listing limit by default), as JSON.  From anyone else the header is
+dropped with the forged tags, and the request is Swift's.
 """
-from swift.common.direct_client import direct_head_container
-from swift.common.swob import HTTPOk, wsgi_to_str
+import functools
+import json
+
+from swift.common.constraints import CONTAINER_LISTING_LIMIT
+from swift.common.direct_client import direct_get_container, \
+    direct_head_container
+from swift.common.swob import HTTPBadRequest, HTTPOk, Request, wsgi_to_str
 from swift.common.utils import split_path
 
 from swift_mass import tags
 from swift_mass.proxy.authorization import authorized
-from swift_mass.proxy.methods.replicas import head_each
+from swift_mass.proxy.methods.replicas import ask_each
 
 
 class ContainerReplicas(object):
@@ -44,10 +59,12 @@ class ContainerReplicas(object):
     (``app`` is the app right of Mass, through which anything else goes
     on)."""
 
-    def __init__(self, app, logger, head=direct_head_container):
+    def __init__(self, app, logger, head=direct_head_container,
+                 get=direct_get_container):
         self.app = app
         self.logger = logger
         self.head = head
+        self.get = get
         # the proxy server app, which Swift's pipeline names on each app
         proxy = getattr(app, '_pipeline_final_app', app)
         self.proxy = proxy
@@ -56,11 +73,11 @@ class ContainerReplicas(object):
 
     @staticmethod
     def asked(env, header):
-        """Whether a request asks for its container's replicas: a HEAD of
-        a container that came with the header (``header``: its value, which
-        the filter took out of the request before it dropped the forged
-        tags)."""
-        if header is None or env.get('REQUEST_METHOD') != 'HEAD':
+        """Whether a request asks for its container's replicas: a HEAD or
+        GET of a container that came with the header (``header``: its
+        value, which the filter took out of the request before it dropped
+        the forged tags)."""
+        if header is None or env.get('REQUEST_METHOD') not in ('HEAD', 'GET'):
             return False
         try:
             _, _, container, obj = split_path(env['PATH_INFO'], 3, 4, True)
@@ -72,7 +89,23 @@ class ContainerReplicas(object):
         if not env.get('reseller_request') or not authorized(env):
             return self.app(env, start_response)
         _, account, container = split_path(env['PATH_INFO'], 3, 3)
-        answers = self.answers(wsgi_to_str(account), wsgi_to_str(container))
+        account, container = wsgi_to_str(account), wsgi_to_str(container)
+        if env['REQUEST_METHOD'] == 'GET':
+            req = Request(env)
+            try:
+                limit = int(req.params.get('limit', CONTAINER_LISTING_LIMIT))
+            except ValueError:
+                limit = 0
+            if not 0 < limit <= CONTAINER_LISTING_LIMIT:
+                return HTTPBadRequest(
+                    request=req, body='limit must be from 1 to %d' %
+                    CONTAINER_LISTING_LIMIT)(env, start_response)
+            listings = self.listings(account, container,
+                                     req.params.get('marker', ''), limit)
+            return HTTPOk(body=json.dumps(listings).encode('utf-8'),
+                          content_type='application/json')(
+                env, start_response)
+        answers = self.answers(account, container)
         headers = {'%s%d' % (tags.REPLICA_RESPONSE_PREFIX, i):
                    tags.replica_value(*answer)
                    for i, answer in enumerate(answers)}
@@ -87,7 +120,21 @@ class ContainerReplicas(object):
         return [(status, int(headers.get('x-container-object-count', 0)),
                  int(headers.get('x-backend-storage-policy-index', -1)))
                 if status == 200 else (status, 0, -1)
-                for status, headers in head_each(
+                for status, headers in ask_each(
                     self.head, nodes, (part, account, container),
                     self.conn_timeout, self.node_timeout,
                     self.logger.warning)]
+
+    def listings(self, account, container, marker, limit):
+        """``[{'status': status, 'objects': rows}]`` of each primary of the
+        container: its rows after ``marker``, ``limit`` at most (none
+        where it did not answer 200; status 0 where it did not answer)."""
+        part, nodes = self.proxy.container_ring.get_nodes(account, container)
+        get = functools.partial(self.get, marker=marker or None,
+                                limit=limit)
+        return [{'status': status,
+                 'objects': answer[1] if status == 200 else []}
+                for status, answer in ask_each(
+                    get, nodes, (part, account, container),
+                    self.conn_timeout, self.node_timeout,
+                    self.logger.warning, method='GET')]

@@ -165,8 +165,10 @@ class MassMiddleware(object):
         self.logger = logger or get_logger(
             conf, log_route='mass', statsd_tail_prefix='mass')
         metrics.attach(self.logger, conf, metrics.PROXY_PREFIX)
-        #: the priority tag's value (MassRequest's backend tags)
+        #: the priority tag's values (MassRequest's backend tags): a
+        #: tenant's requests', and an operator's own work's on its account
         self.priority_header = str(self.conf.default_priority)
+        self.background_priority_header = str(self.conf.background_priority)
         self.store = store or store_from_conf(
             self.conf, self.logger, memcache=load_memcache(conf, self.logger))
         self.sysmeta = AccountSysmeta(app, self.logger)
@@ -201,6 +203,7 @@ class MassMiddleware(object):
         register_swift_info(
             'mass', version=swift_mass.__version__, mode=self.conf.mode,
             default_priority=self.conf.default_priority,
+            background_priority=self.conf.background_priority,
             priority_min=tags.PRIORITY_MIN, priority_max=tags.PRIORITY_MAX,
             control_loop=self.conf.control_loop,
             substores=dict(self.conf.control.substores),

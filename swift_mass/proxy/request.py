@@ -111,6 +111,12 @@ class MassRequest(WSGIContext):
 
     # -- authorisation -------------------------------------------------
 
+    def is_operators_work(self):
+        """Whether the request is a reseller admin's own work on the
+        tenant's account (once Swift authorised it: ``reseller_request``
+        is set by the auth middleware), not the tenant's."""
+        return self.operators_work and bool(self.env.get('reseller_request'))
+
     def _authorized(self):
         """Once Swift authorised the request: its account's marks (opted
         out: left as Swift alone would serve it; urgent: its tag), the
@@ -136,9 +142,14 @@ class MassRequest(WSGIContext):
         names the tenant (docs/architecture.md, "Why no header names the
         tenant")."""
         env = self.env
-        env[tags.PRIORITY_ENV] = self.mass.priority_header
-        if self.urgent:
-            env[tags.URGENT_ENV] = tags.URGENT
+        if self.is_operators_work():
+            # a move's copies and deletes would otherwise take the device
+            # time the tenant's own requests wait for
+            env[tags.PRIORITY_ENV] = self.mass.background_priority_header
+        else:
+            env[tags.PRIORITY_ENV] = self.mass.priority_header
+            if self.urgent:
+                env[tags.URGENT_ENV] = tags.URGENT
         if self.entry is not None:
             env[tags.CLASS_ENV] = self.entry.cls
             env.update(self.mass.methods.backend_tags(self.entry))
@@ -223,8 +234,7 @@ class MassRequest(WSGIContext):
         # counted: it is the tenant's demand, and only it shows
         # auto-migrate a reader turned writer whose move is to be given back
         if not self.authorization.authorized or \
-                (self.operators_work and self.env.get('reseller_request')) \
-                or not monitor.counted(op, status):
+                self.is_operators_work() or not monitor.counted(op, status):
             return
         size = None
         if self.is_object and op in ('PUT', 'COPY'):

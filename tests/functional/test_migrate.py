@@ -47,6 +47,7 @@ from swift_mass.cli.migrate import migrator as migrate
 from swift_mass.proxy import marks
 from tests.functional.conftest import PROXY, PROXY_CONF, ROOT, Tenant
 from tests.functional.test_cache import MemcacheLogger
+from tests.functional.test_queue import OBJECT_SERVERS, queue_state
 from tests.functional.waiting import until
 
 OPERATOR_USER = ('admin:admin', 'admin')
@@ -594,3 +595,34 @@ def test_a_mark_cached_after_it_was_taken_off_refuses_no_write_for_long(
     assert time.time() - taken_off < 2 * marks.MOVE_RECHECK_SECONDS + 1.0
     assert not (memcache.get(key) or {}).get('sysmeta', {}).get(
         marks.MIGRATING.sysmeta_key)
+
+
+def admitted_at(priority):
+    """Requests the object servers' queues admitted at ``priority``."""
+    return sum(device['admitted_by_priority'].get(str(priority), 0)
+               for ip, port in OBJECT_SERVERS
+               for device in queue_state(ip, port)['devices'].values())
+
+
+def test_a_moves_io_waits_behind_the_tenants_own(tenant, moved):
+    """The move's copies, fences and deletes reach the object servers at
+    the proxy's background_priority (1), the tenant's own requests at the
+    default (5): mass_queue serves the tenant first where they meet."""
+    container, _segments = moved
+    before = admitted_at(1), admitted_at(5)
+    for i in range(5):
+        put(tenant, '/%s/obj-%d' % (container, i), b'%d' % i)
+    # the tenant's writes are its own: three replicas each in standard
+    assert admitted_at(5) - before[1] >= 5 * 3
+    assert admitted_at(1) == before[0]
+    finished = subprocess.run(
+        command('run', tenant.account, container, '--policy', 'bulk',
+                '--settle', '1', '--lock-ttl', '6'),
+        env=run_env(), cwd=ROOT, capture_output=True, text=True,
+        timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    # each object at least read once and written to bulk's two replicas
+    # (its copy), then deleted from standard's three
+    assert admitted_at(1) - before[0] >= 5 * (1 + 2 + 3)
+    for i in range(5):
+        assert body_of(tenant, container, 'obj-%d' % i) == (200, b'%d' % i)

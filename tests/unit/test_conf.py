@@ -75,8 +75,8 @@ def policies(monkeypatch):
 
 # (option, a bad value): one row per option MassConf reads
 BAD = [
-    ('default_priority', '10'), ('control_loop', 'sure'),
-    ('tenant_metrics', '-1'),
+    ('default_priority', '10'), ('background_priority', '-1'),
+    ('control_loop', 'sure'), ('tenant_metrics', '-1'),
     ('interval', '0'), ('bucket_seconds', '0'), ('window_seconds', '5'),
     ('read_share', '1.5'), ('write_share', '-0.1'), ('min_requests', '0'),
     ('hysteresis', '0.6'), ('read_substore', 'gold'),
@@ -188,8 +188,9 @@ def test_merge_wait_below_its_minimum_names_itself():
 
 def test_defaults():
     mass = MassConf()
-    assert (mass.default_priority, mass.control_loop, mass.interval,
-            mass.bucket_seconds) == (5, True, 5.0, 5)
+    assert (mass.default_priority, mass.background_priority,
+            mass.control_loop, mass.interval, mass.bucket_seconds) == \
+        (5, 1, True, 5.0, 5)
     assert (mass.urgent_recheck_seconds, mass.migrate_retry_after) == \
         (30.0, 60)
     assert mass.control.window == 60

@@ -14,13 +14,14 @@ containers (C's staging container, the journal container) and journals."""
 import contextlib
 import threading
 
+from swift.common.constraints import CONTAINER_LISTING_LIMIT
 from swiftclient.exceptions import ClientException
 
 from swift_mass import tags
 
 from swift_mass.cli.migrate.decisions import (
     JOURNAL_CONTAINER, MARK_HEADER, RAW_QUERY, MigrationError, http_status,
-    mark_value)
+    mark_value, newest_of_each)
 from swift_mass.cli.migrate.journal import Journal
 
 
@@ -175,6 +176,36 @@ class Account(object):
             return None
         return [tags.parse_replica_value(value) for _, value in found]
 
+    def rows_of_every_replica(self, container, limit=None):
+        """Every row that some replica of ``container`` lists, the newest
+        of each name, in name order: the proxy's listing reads one replica
+        (the first to answer), and a row that one replica still lists
+        after the others dropped it is seen only by the listings that read
+        that one (swift_mass.proxy.container_replicas).  A replica that
+        did not answer adds nothing.  ``limit``: rows a page (Swift's
+        listing limit: the page size must be known to tell a full page)."""
+        limit = limit or CONTAINER_LISTING_LIMIT
+        headers = {tags.REPLICAS_REQUEST_HEADER: 'true'}
+        rows, marker = {}, ''
+        while True:
+            _, answers = self.conn.get_container(
+                container, marker=marker, limit=limit, headers=headers)
+            if any('status' not in answer for answer in answers):
+                raise MigrationError(
+                    'the proxy does not show the listing of each replica of '
+                    '%s (its mass filter is older than this command)' %
+                    container)
+            rows = newest_of_each(list(rows.values()) + [
+                entry for answer in answers for entry in answer['objects']])
+            # a replica whose page was full may list more: go on from the
+            # first such page's end (rows after it that others listed
+            # already are read again, and kept once)
+            ends = [answer['objects'][-1]['name'] for answer in answers
+                    if len(answer['objects']) >= limit]
+            if not ends:
+                return [rows[name] for name in sorted(rows)]
+            marker = min(ends)
+
     def unsettled_replicas(self, container):
         """Why not every replica of ``container`` holds it, empty and in
         one policy, in words, or None: a replica whose listing still holds
@@ -189,10 +220,10 @@ class Account(object):
         """Delete an emptied container, waiting while its object count
         catches up with the deletes (Swift answers 409 meanwhile); with
         ``every_replica``, only once every replica holds it empty (a
-        container made again in another policy: :meth:`unsettled_replicas`)
-        and waiting while a minority of them still lists objects (their
-        rows come from their listing: no new object).  False if it lists
-        objects: the caller decides what becomes of them."""
+        container made again in another policy: :meth:`unsettled_replicas`).
+        False if it lists objects, or with ``every_replica`` if one of its
+        replicas counts some: the caller decides what becomes of them
+        (:meth:`rows_of_every_replica`)."""
         why = None
         for attempt in range(self.delete_retries):
             if check_lock:
@@ -200,8 +231,9 @@ class Account(object):
             if every_replica:
                 replicas = self.replicas(container)
                 why = unsettled(container, replicas)
-                if why is not None and not minority_behind(replicas) and \
-                        self.listing(container):
+                if why is not None and any(
+                        count for status, count, _ in replicas or ()
+                        if status // 100 == 2):
                     return False
             if why is None:
                 try:
@@ -244,15 +276,3 @@ def unsettled(container, replicas):
             return 'replica %d of %s is in policy %d, replica 0 in %d' % (
                 number, container, policy, replicas[0][2])
     return None
-
-
-def minority_behind(replicas):
-    """Whether the replicas that list objects (or did not answer) are
-    fewer than those that hold the container empty: what the minority
-    lists are rows of objects deleted already, which it has not been told
-    of yet, not a client's new objects (which a quorum lists)."""
-    if not replicas:
-        return False
-    empty = sum(1 for status, count, _ in replicas
-                if status // 100 == 2 and not count)
-    return empty > len(replicas) // 2

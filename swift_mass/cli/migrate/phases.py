@@ -169,23 +169,25 @@ class EmptyPhase(Phase):
         self.next_phase(journal, 'restore')
 
     def _delete_emptied(self, journal, summary):
-        """Delete C, emptied: True, or False if it lists objects written
-        since (to be emptied again).  A row of an object this run deleted
-        is a container replica that missed the delete: the object replica
-        that should have told it refused the DELETE (it took the fence
-        after it: 412) while a quorum took it, or its update timed out.
-        Such an object is settled again (:meth:`_settle`): its probe, dated
-        after this run's DELETE, reaches every object replica, and the
-        probe's removal every container replica.  A row of a probe's
-        removal is an update that waits in an async pending, for Swift's
-        object-updater.  Waited for up to ``updates_wait`` seconds, rather
-        than emptying C again."""
+        """Delete C, emptied: True, or False if one of its replicas lists
+        objects written since (to be emptied again).  A row of an object
+        this run deleted is a container replica that missed the delete:
+        the object replica that should have told it refused the DELETE (it
+        took the fence after it: 412) while a quorum took it, or its update
+        timed out.  Such an object is settled again (:meth:`_settle`): its
+        probe, dated after this run's DELETE, reaches every object replica,
+        and the probe's removal every container replica.  Every replica's
+        rows are read (:meth:`.Account.rows_of_every_replica`), so that one
+        round settles them all: the proxy's listing reads one replica.  A
+        row of a probe's removal is an update that waits in an async
+        pending, for Swift's object-updater.  Waited for up to
+        ``updates_wait`` seconds, rather than emptying C again."""
         container = journal.container
         deadline = self.account.clock() + self.updates_wait
         shown = None
         while not self.account.delete_container(container,
                                                 every_replica=True):
-            rows = self.account.listing(container)
+            rows = self.account.rows_of_every_replica(container)
             if written_since(rows, self.emptied):
                 return False
             if self.account.clock() >= deadline:
@@ -195,7 +197,10 @@ class EmptyPhase(Phase):
                     'on the object servers, for Swift\'s object-updater; '
                     'run again later' % (
                         container, len(rows),
-                        ', '.join(e['name'] for e in rows[:5])))
+                        ', '.join(e['name'] for e in rows[:5])) if rows else
+                    '%s: a replica still counts objects but lists none: '
+                    'Swift\'s replicators must bring its replicas '
+                    'together; run again later' % container)
             missed = [e for e in rows
                       if self.emptied[e['name']].role == DELETE]
             if missed:

@@ -85,22 +85,24 @@ def newest_of(answers):
     return Version(timestamp, data)
 
 
-def head_each(head, nodes, path, conn_timeout, node_timeout, log,
-              headers=None):
-    """``[(status, headers)]`` of a direct HEAD (``head``, a
-    swift.common.direct_client function) of ``path`` (its arguments after
-    the node: partition, account...) on each node, sent in parallel with
-    the proxy server's timeouts; status 0 and no headers where one did not
-    answer, which ``log`` (a logger's method) tells."""
+def ask_each(request, nodes, path, conn_timeout, node_timeout, log,
+             headers=None, method='HEAD'):
+    """``[(status, answer)]`` of a direct request (``request``, a
+    swift.common.direct_client function, or a partial of one) of ``path``
+    (its arguments after the node: partition, account...) on each node,
+    sent in parallel with the proxy server's timeouts: 200 and what
+    ``request`` returned, or the error's status and headers; status 0 and
+    no headers where one did not answer, which ``log`` (a logger's method)
+    tells, naming ``method``."""
     def ask(node):
         try:
             kwargs = {} if headers is None else {'headers': dict(headers)}
-            return 200, head(node, *path, conn_timeout=conn_timeout,
-                             response_timeout=node_timeout, **kwargs)
+            return 200, request(node, *path, conn_timeout=conn_timeout,
+                                response_timeout=node_timeout, **kwargs)
         except ClientException as err:
             return err.http_status or 0, err.http_headers or {}
         except (Exception, Timeout) as err:
-            log('mass: HEAD of %s on %s:%s failed: %s',
+            log('mass: %s of %s on %s:%s failed: %s', method,
                 '/'.join(str(p) for p in path[1:]), node.get('ip'),
                 node.get('port'), err)
             return 0, {}
@@ -157,9 +159,9 @@ class Replicas(object):
         headers = {'X-Backend-Storage-Policy-Index': str(policy_index),
                    'User-Agent': 'Swift Mass',
                    'X-Trans-Id': env.get('swift.trans_id', '')}
-        return head_each(self.head, nodes, (part, account, container, obj),
-                         self.conn_timeout, self.node_timeout,
-                         self.logger.debug, headers)
+        return ask_each(self.head, nodes, (part, account, container, obj),
+                        self.conn_timeout, self.node_timeout,
+                        self.logger.debug, headers)
 
     def newest(self, env):
         """The :class:`Version` the primaries of the object ``env`` reads

@@ -58,11 +58,19 @@ class FakeSwift(object):
     def __init__(self):
         self.containers = {}
         self.tombstones = {}
-        #: {container: rows the listing of its third replica still holds
-        #: (object updates it has not had yet)}, and for how many more of
-        #: the run's sleeps (None: for good)
+        #: {container: how many rows of objects deleted the listing of its
+        #: third replica still holds (object updates it has not had yet)},
+        #: and for how many more of the run's sleeps (None: for good)
         self.lagging_rows = {}
         self.lagging_for = None
+        #: {container: {name: listing entry}} of the objects deleted last
+        self.deleted_rows = {}
+        #: {container: names} whose fenced DELETE the third replica alone
+        #: still lists until the object is written again (with
+        #: ``fences_late_on_one``: the object replica that should have told
+        #: it took the fence after the DELETE; a probe reaches it)
+        self.minority_rows = {}
+        self.fences_late_on_one = False
         #: {container: {name: listing entry}}: rows of objects deleted in
         #: the containers of ``holding_updates`` that a majority of
         #: replicas still lists (the DELETEs' container updates wait in
@@ -93,9 +101,22 @@ class FakeSwift(object):
         answers: (status, object count, policy index)."""
         container = self.containers[name]
         index = [p['name'] for p in POLICIES].index(container['policy'])
-        count = len(self.listing(name))
-        return [(204, count, index), (204, count, index),
-                (204, count + self.lagging_rows.get(name, 0), index)]
+        return [(204, len(rows), index)
+                for rows in self.replica_listings(name)]
+
+    def replica_listings(self, name):
+        """The rows each of the container's three replicas lists: the
+        proxy's listing reads the first two."""
+        listing = self.listing(name)
+        deleted = self.deleted_rows.get(name, {})
+        behind = [deleted[n] for n in sorted(deleted)
+                  if n not in self.containers[name]['objects']]
+        third = behind[:self.lagging_rows.get(name, 0)] + [
+            e for e in behind
+            if e['name'] in self.minority_rows.get(name, ())]
+        return [listing, listing, sorted(
+            listing + [e for e in third if e not in listing],
+            key=lambda e: e['name'])]
 
     def clock(self):
         return self.now
@@ -261,9 +282,15 @@ class FakeConn(object):
                 len(o['body']) for o in objects))}))
 
     def get_container(self, name, marker='', limit=None, prefix='',
-                      full_listing=False):
+                      full_listing=False, headers=None):
         self.swift.alive()
         self._container(name)
+        if self.mass and self.reseller and \
+                (headers or {}).get(tags.REPLICAS_REQUEST_HEADER):
+            # the mass filter's answer (swift_mass.proxy.container_replicas)
+            return {}, [{'status': 200, 'objects': self._listed(
+                [e for e in rows if e['name'] > (marker or '')], limit,
+                False)} for rows in self.swift.replica_listings(name)]
         entries = [e for e in self.swift.listing(name)
                    if e['name'] > marker and e['name'].startswith(prefix)]
         return {}, self._listed(entries, limit, full_listing)
@@ -424,6 +451,7 @@ class FakeConn(object):
         obj['ts'] = timestamp
         target['objects'][name] = obj
         self.swift.held_rows.get(container, {}).pop(name, None)
+        self.swift.minority_rows.get(container, set()).discard(name)
         self.swift.tombstones.pop((target['policy'], container, name), None)
         self._answer(response_dict, 201)
 
@@ -470,7 +498,14 @@ class FakeConn(object):
         tombstone = self.swift.tombstones.get(key)
         if tombstone is None or tombstone < timestamp:
             self.swift.tombstones[key] = timestamp
-            if live and container in self.swift.holding_updates and (
+            if live:
+                self.swift.deleted_rows.setdefault(container, {})[name] = \
+                    self.swift.entry(name, obj)
+            if live and self.swift.fences_late_on_one and \
+                    'x-if-delete-at' in headers:
+                self.swift.minority_rows.setdefault(container, set()).add(
+                    name)
+            elif live and container in self.swift.holding_updates and (
                     'x-if-delete-at' in headers or
                     not self.swift.fences_late):
                 self.swift.held_rows.setdefault(container, {})[name] = \
@@ -2022,13 +2057,16 @@ def test_a_container_is_deleted_only_once_every_replica_is_empty():
 
 
 def test_a_replica_that_stays_behind_stops_the_move_before_the_delete():
+    """Its rows are of objects the move deleted, and stay whatever it
+    does: the move names them, once it waited ``updates_wait``."""
     swift = FakeSwift()
     populate(swift)
     before = snapshot(swift, 'c')
-    m = migrator(swift, delete_retries=3)
+    m = migrator(swift, delete_retries=3, updates_wait=120)
     on_journal(m, 'empty', lambda: swift.lagging_rows.update(c=2))
     with pytest.raises(migrate.MigrationError,
-                       match='replica 2 of c still lists 2 objects'):
+                       match=r'c: 2 objects this move deleted are still '
+                             r'listed \(dlo, inner/seg\)'):
         m.run('c')
     # c was not deleted: still in its policy; a later run moves it
     assert swift.containers['c']['policy'] == 'standard'
@@ -2119,6 +2157,61 @@ def test_a_replica_that_took_the_fence_late_is_settled_again():
     assert deleted_then_settled(sent)
     assert set(len(v) for v in sent.values()) == {2}
     assert swift.now - start <= 5 + 5
+
+
+def test_a_row_that_one_replica_alone_lists_is_settled_at_once():
+    """The diagnostic after the run of record on the hetero SAIO: an
+    object replica took the fence after the DELETE, which it refused
+    while a quorum took it, and the one container replica it should have
+    told keeps the row; the proxy's listing reads another replica.  Each
+    replica's listing shows the rows, settled again in one round, with
+    no wait for updates that will not come."""
+    swift = FakeSwift()
+    populate(swift)
+    before = snapshot(swift, 'c')
+    swift.fences_late_on_one = True
+    sent, patch = record_deletes(swift, 'c')
+    m = migrator(swift)
+    start = swift.now
+    with patch:
+        assert m.run('c')['status'] == 'moved'
+    assert_moved(swift, before)
+    assert deleted_then_settled(sent)
+    assert ''.join(m.messages).count('settling them again') == 1
+    assert swift.now - start <= 5 + 5
+
+
+def test_the_rows_of_every_replica_are_read_page_by_page():
+    swift = FakeSwift()
+    populate(swift)
+    conn = FakeConn(swift)
+    names = [e['name'] for e in swift.listing('c')]
+    for name in names[:4]:
+        conn.delete_object('c', name)
+    swift.lagging_rows['c'] = 3  # the third replica lists 3 of them
+    account = migrator(swift).account
+    for limit in (None, 1, 2, 5):
+        rows = account.rows_of_every_replica('c', limit)
+        assert [e['name'] for e in rows] == sorted(names[:3] + names[4:])
+    # the newest row of a name, wherever it is listed
+    old, new = {'name': 'o', 'last_modified': '2026-12-06T10:00:00.000000'}, \
+        {'name': 'o', 'last_modified': '2026-12-06T10:00:01.000000'}
+    assert migrate.decisions.newest_of_each([old, new, old]) == {'o': new}
+
+
+def test_a_proxy_that_does_not_list_each_replica_is_named():
+    swift = FakeSwift()
+    populate(swift)
+
+    class Older(FakeConn):
+        """A proxy whose mass filter predates the replicas' listings."""
+
+        def get_container(self, name, headers=None, **kwargs):
+            return super(Older, self).get_container(name, **kwargs)
+    account = migrate.Migrator(lambda: Older(swift), 'bulk').account
+    with pytest.raises(migrate.MigrationError,
+                       match='does not show the listing of each replica'):
+        account.rows_of_every_replica('c')
 
 
 def test_updates_that_never_come_stop_the_move_naming_them():

@@ -9,9 +9,11 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""A reseller admin's container HEAD that asks for the container's
+"""A reseller admin's container HEAD or GET that asks for the container's
 replicas (swift_mass.proxy.container_replicas), through the mass filter
 in front of a proxy app with a container ring."""
+import json
+
 import pytest
 
 from swift.common.exceptions import ClientException
@@ -49,10 +51,28 @@ def heads(answers):
     return head
 
 
-def make(answers):
+def gets(listings, asked):
+    """A direct GET of each node: its rows after the marker, the limit at
+    most, or the exception; ``asked`` keeps each call's arguments."""
+    def get(node, part, account, container, marker=None, limit=None,
+            **kwargs):
+        assert part == 7
+        asked.append((node['device'], marker, limit))
+        rows = listings[node['device']]
+        if isinstance(rows, Exception):
+            raise rows
+        rows = [r for r in rows if r['name'] > (marker or '')][:limit]
+        return HeaderKeyDict({'X-Container-Object-Count': str(len(rows))}), \
+            rows
+    return get
+
+
+def make(answers, listings=None, asked=None):
     app = ProxyApp()
     mass = proxy.filter_factory({}, urgent_recheck_seconds='0')(app)
     mass.container_replicas.head = heads(answers)
+    mass.container_replicas.get = gets(
+        listings or {}, [] if asked is None else asked)
     return mass, app
 
 
@@ -102,8 +122,11 @@ def test_a_replica_that_does_not_answer_is_shown_so():
 @pytest.mark.parametrize('request_kwargs', [
     {'reseller': False},  # anyone else: the header is a forged tag
     {'authorize': lambda req: HTTPForbidden(request=req)},
-    {'method': 'GET'},
+    {'method': 'GET', 'reseller': False},
+    {'method': 'GET', 'authorize': lambda req: HTTPForbidden(request=req)},
+    {'method': 'PUT'},
     {'path': '/v1/AUTH_t/c/o'},
+    {'path': '/v1/AUTH_t/c/o', 'method': 'GET'},
     {'path': '/v1/AUTH_t'},
 ])
 def test_anything_else_is_swifts(request_kwargs):
@@ -115,3 +138,40 @@ def test_anything_else_is_swifts(request_kwargs):
         # the question does not reach Swift either
         assert all(tags.environ_key(tags.REPLICAS_REQUEST_HEADER) not in env
                    for env in app.environs)
+
+
+def row(name, when='2026-12-06T20:00:00.000000'):
+    return {'name': name, 'hash': 'd41d8cd98f00b204e9800998ecf8427e',
+            'bytes': 0, 'content_type': 'text/plain', 'last_modified': when}
+
+
+def test_a_reseller_admin_reads_each_replicas_listing():
+    """One replica still lists a row the others dropped (it missed the
+    move's DELETE): the proxy's listing reads one replica, this each."""
+    listings = {'sdb1': [], 'sdb2': [row('a'), row('b')],
+                'sdb3': ClientException('gone', http_status=507)}
+    asked = []
+    mass, app = make(ANSWERS, listings, asked)
+    resp = ask(mass, '/v1/AUTH_t/c?marker=a&limit=2', method='GET')
+    assert resp.status_int == 200
+    assert resp.content_type == 'application/json'
+    assert json.loads(resp.body) == [
+        {'status': 200, 'objects': []},
+        {'status': 200, 'objects': [row('b')]},
+        {'status': 507, 'objects': []}]
+    assert sorted(asked) == [('sdb1', 'a', 2), ('sdb2', 'a', 2),
+                             ('sdb3', 'a', 2)]
+    assert app.environs == []  # answered by the filter
+    # no marker: from the first row; no limit: Swift's listing limit
+    asked[:] = []
+    resp = ask(mass, method='GET')
+    assert json.loads(resp.body)[1]['objects'] == [row('a'), row('b')]
+    assert sorted(asked)[0] == ('sdb1', None, 10000)
+
+
+@pytest.mark.parametrize('limit', ['0', '10001', 'x'])
+def test_a_bad_limit_gets_400(limit):
+    mass, app = make(ANSWERS, {'sdb1': [], 'sdb2': [], 'sdb3': []})
+    resp = ask(mass, '/v1/AUTH_t/c?limit=' + limit, method='GET')
+    assert resp.status_int == 400
+    assert b'limit must be from 1 to 10000' in resp.body

@@ -181,6 +181,35 @@ def test_a_marked_tenants_requests_carry_the_urgent_tag():
     assert 'X-Backend-Mass-Urgent' not in last_headers(accounts)
 
 
+def test_an_operators_own_work_has_the_background_priority_and_no_urgency():
+    """A move's copies, fences and deletes (a reseller admin's with
+    X-Mass-Operator) wait behind the tenant's own requests at the devices,
+    urgent ones included; the header from anyone else changes nothing."""
+    mass, accounts, _ = make()
+    mark(accounts)
+    operator = {'X-Mass-Operator': 'true'}
+    for method in ('GET', 'PUT', 'POST', 'DELETE'):
+        get(mass, method=method, headers=operator, reseller_request=True)
+        sent = last_headers(accounts)
+        assert sent['X-Backend-Mass-Priority'] == '1'
+        assert 'X-Backend-Mass-Urgent' not in sent
+    # a tenant that sends the header is the tenant
+    get(mass, headers=operator)
+    assert last_headers(accounts)['X-Backend-Mass-Priority'] == '5'
+    assert last_headers(accounts)['X-Backend-Mass-Urgent'] == 'true'
+    # a reseller admin acting as the tenant (no header)
+    get(mass, reseller_request=True)
+    assert last_headers(accounts)['X-Backend-Mass-Priority'] == '5'
+
+
+def test_the_background_priority_is_configurable():
+    mass, accounts, _ = make(background_priority='0', default_priority='7')
+    get(mass, headers={'X-Mass-Operator': 'true'}, reseller_request=True)
+    assert last_headers(accounts)['X-Backend-Mass-Priority'] == '0'
+    get(mass)
+    assert last_headers(accounts)['X-Backend-Mass-Priority'] == '7'
+
+
 def test_a_tenant_is_looked_up_once_per_recheck_interval():
     mass, accounts, clock = make(recheck='30')
     for _ in range(5):
