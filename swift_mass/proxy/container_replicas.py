@@ -35,10 +35,15 @@ A reseller admin's container HEAD with ``X-Mass-Replicas: true``
 (:data:`swift_mass.tags.REPLICAS_REQUEST_HEADER`) is answered here, once
 Swift's own authorisation allowed it: 200, with a header per primary
 (:func:`swift_mass.tags.replica_value`) from a direct HEAD of each; its
-GET, 200 with each primary's listing from a direct GET of each (a page
-after the request's ``marker``, of at most ``limit`` rows, Swift's
-listing limit by default), as JSON.  From anyone else the header is
-dropped with the forged tags, and the request is Swift's.
+GET, 200 with the same headers and the union of the primaries' listings
+(:func:`merged_listing`), a page after the request's ``marker`` of at
+most ``limit`` rows (Swift's listing limit by default), from a direct GET
+of each.  The union is a container listing as Swift's, row for row, so
+the middlewares left of Mass that rewrite listings (slo, symlink,
+listing_formats) read it as they read Swift's, and a client pages through
+it as through Swift's (``marker``: the last name; a short page is the
+last).  From anyone else the header is dropped with the forged tags, and
+the request is Swift's.
 """
 import functools
 import json
@@ -47,7 +52,7 @@ from swift.common.constraints import CONTAINER_LISTING_LIMIT
 from swift.common.direct_client import direct_get_container, \
     direct_head_container
 from swift.common.swob import HTTPBadRequest, HTTPOk, Request, wsgi_to_str
-from swift.common.utils import split_path
+from swift.common.utils import Timestamp, split_path
 
 from swift_mass import tags
 from swift_mass.proxy.authorization import authorized
@@ -100,41 +105,73 @@ class ContainerReplicas(object):
                 return HTTPBadRequest(
                     request=req, body='limit must be from 1 to %d' %
                     CONTAINER_LISTING_LIMIT)(env, start_response)
-            listings = self.listings(account, container,
-                                     req.params.get('marker', ''), limit)
-            return HTTPOk(body=json.dumps(listings).encode('utf-8'),
-                          content_type='application/json')(
+            answers, listings = self.listings(
+                account, container, req.params.get('marker', ''), limit)
+            return HTTPOk(
+                headers=replica_headers(answers),
+                body=json.dumps(merged_listing(listings, limit)).encode(
+                    'utf-8'),
+                content_type='application/json', charset='utf-8')(
                 env, start_response)
-        answers = self.answers(account, container)
-        headers = {'%s%d' % (tags.REPLICA_RESPONSE_PREFIX, i):
-                   tags.replica_value(*answer)
-                   for i, answer in enumerate(answers)}
-        return HTTPOk(headers=headers)(env, start_response)
+        return HTTPOk(headers=replica_headers(
+            self.answers(account, container)))(env, start_response)
 
     def answers(self, account, container):
         """``[(status, object count, policy index)]`` of each primary of
         the container (status 0 where one did not answer, -1 where it told
         no policy)."""
         part, nodes = self.proxy.container_ring.get_nodes(account, container)
-        # a replica's count and policy only where it has the container
-        return [(status, int(headers.get('x-container-object-count', 0)),
-                 int(headers.get('x-backend-storage-policy-index', -1)))
-                if status == 200 else (status, 0, -1)
+        return [replica_answer(status, headers)
                 for status, headers in ask_each(
                     self.head, nodes, (part, account, container),
                     self.conn_timeout, self.node_timeout,
                     self.logger.warning)]
 
     def listings(self, account, container, marker, limit):
-        """``[{'status': status, 'objects': rows}]`` of each primary of the
-        container: its rows after ``marker``, ``limit`` at most (none
-        where it did not answer 200; status 0 where it did not answer)."""
+        """:meth:`answers` from a direct GET of each primary, and the rows
+        each listed after ``marker``, ``limit`` at most (none where it did
+        not answer 200)."""
         part, nodes = self.proxy.container_ring.get_nodes(account, container)
         get = functools.partial(self.get, marker=marker or None,
                                 limit=limit)
-        return [{'status': status,
-                 'objects': answer[1] if status == 200 else []}
-                for status, answer in ask_each(
-                    get, nodes, (part, account, container),
-                    self.conn_timeout, self.node_timeout,
-                    self.logger.warning, method='GET')]
+        found = ask_each(get, nodes, (part, account, container),
+                         self.conn_timeout, self.node_timeout,
+                         self.logger.warning, method='GET')
+        return ([replica_answer(status, answer[0] if status == 200
+                                else answer) for status, answer in found],
+                [answer[1] if status == 200 else []
+                 for status, answer in found])
+
+
+def replica_answer(status, headers):
+    """``(status, object count, policy index)`` of a replica's answer; its
+    count and policy only where it has the container."""
+    if status != 200:
+        return status, 0, -1
+    return (status, int(headers.get('x-container-object-count', 0)),
+            int(headers.get('x-backend-storage-policy-index', -1)))
+
+
+def replica_headers(answers):
+    """The response headers that show each replica's answer."""
+    return {'%s%d' % (tags.REPLICA_RESPONSE_PREFIX, i):
+            tags.replica_value(*answer) for i, answer in enumerate(answers)}
+
+
+def merged_listing(listings, limit):
+    """The first ``limit`` rows, in name order, of the union of
+    ``listings`` (each replica's page after the same marker, ``limit``
+    rows at most), the newest of each name (the replicas' rows of a name
+    differ where one missed an update).  A row of a replica that it did
+    not put on its page sorts after its ``limit`` rows, so after the
+    union's first ``limit``: the page is whole, and shorter than ``limit``
+    only where no replica lists more."""
+    newest = {}
+    for rows in listings:
+        for row in rows:
+            kept = newest.get(row['name'])
+            if kept is None or Timestamp.from_isoformat(
+                    row['last_modified']) > Timestamp.from_isoformat(
+                    kept['last_modified']):
+                newest[row['name']] = row
+    return [newest[name] for name in sorted(newest)[:limit]]

@@ -106,35 +106,44 @@ def test_a_move_waits_for_a_replica_that_missed_its_objects_deletes(
     assert sorted(e['name'] for e in listed) == names
 
 
-def test_a_reseller_admin_reads_each_replicas_own_listing(tenant, moved):  # noqa: F811,E501
-    """The rows a replica missed while its container server was down are
-    not in its own listing, a page at a time after the marker; the
-    tenant's own GET with the header is its listing, as Swift's."""
+def test_a_reseller_admin_reads_the_union_of_the_replicas_listings(
+        tenant, moved):  # noqa: F811
+    """The rows of objects deleted while container server N was down stay
+    in its listing alone: the union of every replica's listing shows
+    them, a page at a time after the marker, with each replica's count,
+    through slo, symlink and listing_formats; the tenant's own GET with
+    the header is Swift's listing."""
     container, _ = moved
+    for name in ('a', 'b', 'c'):
+        assert tenant.request('PUT', '/%s/%s' % (container, name),
+                              data=b'x').status_code == 201
     ring = Ring(SWIFT_DIR, ring_name='container')
     _, nodes = ring.get_nodes(tenant.account, container)
     number = nodes[-1]['port'] // 10 % 10  # tools/saio: 62N1
     container_server('stop', number)
     try:
-        for name in ('a', 'b', 'c'):
-            assert tenant.request('PUT', '/%s/%s' % (container, name),
-                                  data=b'x').status_code == 201
+        for name in ('a', 'b'):
+            assert tenant.request('DELETE', '/%s/%s' % (
+                container, name)).status_code == 204
     finally:
         container_server('start', number)
     admin = Tenant(*OPERATOR_USER)
     ask = {'X-Auth-Token': admin.token, 'X-Mass-Replicas': 'true'}
     url = '%s/%s' % (tenant.url, container)
-    resp = requests.get(url, headers=ask, timeout=20)
-    assert resp.status_code == 200, resp.text
-    listed = [[e['name'] for e in answer['objects']]
-              for answer in resp.json()]
-    assert [answer['status'] for answer in resp.json()] == [200] * 3
-    assert listed == [['a', 'b', 'c'], ['a', 'b', 'c'], []]
-    paged = requests.get(url, headers=ask, timeout=20,
-                         params={'marker': 'a', 'limit': '1'}).json()
-    assert [[e['name'] for e in answer['objects']] for answer in paged] == \
-        [['b'], ['b'], []]
-    # anyone else's header is dropped: Swift's own listing
+
+    def union(**params):
+        resp = requests.get(url, headers=ask, timeout=20,
+                            params=dict(params, format='json'))
+        assert resp.status_code == 200, resp.text
+        return resp
+    resp = union()
+    assert [e['name'] for e in resp.json()] == ['a', 'b', 'c']
+    assert [resp.headers['X-Mass-Replica-%d' % i].split()[:2]
+            for i in range(3)] == [['200', '1'], ['200', '1'], ['200', '3']]
+    assert [e['name'] for e in union(marker='a', limit='1').json()] == ['b']
+    # anyone else's header is dropped: Swift's own listing, of one replica
     mine = tenant.request('GET', '/' + container, headers={
         'X-Mass-Replicas': 'true'}, params={'format': 'json'})
-    assert [e['name'] for e in mine.json()] == ['a', 'b', 'c']
+    assert mine.status_code == 200
+    assert not any(k.startswith('X-Mass-Replica') for k in mine.headers)
+    assert [e['name'] for e in mine.json()][-1] == 'c'

@@ -14,14 +14,13 @@ containers (C's staging container, the journal container) and journals."""
 import contextlib
 import threading
 
-from swift.common.constraints import CONTAINER_LISTING_LIMIT
 from swiftclient.exceptions import ClientException
 
 from swift_mass import tags
 
 from swift_mass.cli.migrate.decisions import (
     JOURNAL_CONTAINER, MARK_HEADER, RAW_QUERY, MigrationError, http_status,
-    mark_value, newest_of_each)
+    mark_value)
 from swift_mass.cli.migrate.journal import Journal
 
 
@@ -176,35 +175,23 @@ class Account(object):
             return None
         return [tags.parse_replica_value(value) for _, value in found]
 
-    def rows_of_every_replica(self, container, limit=None):
+    def rows_of_every_replica(self, container):
         """Every row that some replica of ``container`` lists, the newest
         of each name, in name order: the proxy's listing reads one replica
         (the first to answer), and a row that one replica still lists
         after the others dropped it is seen only by the listings that read
-        that one (swift_mass.proxy.container_replicas).  A replica that
-        did not answer adds nothing.  ``limit``: rows a page (Swift's
-        listing limit: the page size must be known to tell a full page)."""
-        limit = limit or CONTAINER_LISTING_LIMIT
-        headers = {tags.REPLICAS_REQUEST_HEADER: 'true'}
-        rows, marker = {}, ''
-        while True:
-            _, answers = self.conn.get_container(
-                container, marker=marker, limit=limit, headers=headers)
-            if any('status' not in answer for answer in answers):
-                raise MigrationError(
-                    'the proxy does not show the listing of each replica of '
-                    '%s (its mass filter is older than this command)' %
-                    container)
-            rows = newest_of_each(list(rows.values()) + [
-                entry for answer in answers for entry in answer['objects']])
-            # a replica whose page was full may list more: go on from the
-            # first such page's end (rows after it that others listed
-            # already are read again, and kept once)
-            ends = [answer['objects'][-1]['name'] for answer in answers
-                    if len(answer['objects']) >= limit]
-            if not ends:
-                return [rows[name] for name in sorted(rows)]
-            marker = min(ends)
+        that one (the mass filter's union of each replica's listing:
+        swift_mass.proxy.container_replicas).  A replica that did not
+        answer adds nothing."""
+        headers, rows = self.conn.get_container(
+            container, full_listing=True,
+            headers={tags.REPLICAS_REQUEST_HEADER: 'true'})
+        prefix = tags.REPLICA_RESPONSE_PREFIX.lower()
+        if not any(key.lower().startswith(prefix) for key in headers):
+            raise MigrationError(
+                'the proxy does not show the listing of each replica of %s '
+                '(its mass filter is older than this command)' % container)
+        return rows
 
     def unsettled_replicas(self, container):
         """Why not every replica of ``container`` holds it, empty and in

@@ -219,18 +219,6 @@ def listed_version(entry):
     return Timestamp.from_isoformat(entry['last_modified']).normal
 
 
-def newest_of_each(entries):
-    """``{name: entry}`` of the listing entries ``entries`` (the rows of
-    several replicas), the newest (:func:`listed_version`) of each name."""
-    newest = {}
-    for entry in entries:
-        kept = newest.get(entry['name'])
-        if kept is None or Timestamp(listed_version(entry)) > \
-                Timestamp(listed_version(kept)):
-            newest[entry['name']] = entry
-    return newest
-
-
 #: A DELETE a run made of an object of C: the version it deleted and the
 #: role (offset) of its X-Timestamp (DELETE, or UNPROBE: a probe's removal)
 Deletion = collections.namedtuple('Deletion', 'version role')
