@@ -382,6 +382,16 @@ def run_with(account, container, *options):
         stderr=subprocess.PIPE, text=True)
 
 
+def run_to_the_end(account, container):
+    """A run that moves ``container`` to bulk, and must finish."""
+    finished = subprocess.run(
+        command('run', account, container, '--policy', 'bulk',
+                '--settle', '1', '--lock-ttl', '6'),
+        env=run_env(), cwd=ROOT, capture_output=True, text=True,
+        timeout=300)
+    assert finished.returncode == 0, finished.stderr
+
+
 def body_of(tenant, container, name):
     resp = tenant.request('GET', '/%s/%s' % (q(container), q(name)))
     return resp.status_code, resp.content
@@ -546,12 +556,7 @@ def test_a_failed_run_leaves_the_container_writable(tenant, moved):
     # what made it fail goes (the object expirer would take it off the
     # listing; its owner's DELETE does at once): the next run finishes
     tenant.request('DELETE', '/%s/expiring' % container)
-    finished = subprocess.run(
-        command('run', tenant.account, container, '--policy', 'bulk',
-                '--settle', '1', '--lock-ttl', '6'),
-        env=run_env(), cwd=ROOT, capture_output=True, text=True,
-        timeout=300)
-    assert finished.returncode == 0, finished.stderr
+    run_to_the_end(tenant.account, container)
     resp = tenant.request('HEAD', '/' + container)
     assert resp.headers['X-Storage-Policy'] == 'bulk'
     assert resp.headers['X-Container-Meta-Color'] == 'teal'
@@ -615,12 +620,7 @@ def test_a_moves_io_waits_behind_the_tenants_own(tenant, moved):
     # the tenant's writes are its own: three replicas each in standard
     assert admitted_at(5) - before[1] >= 5 * 3
     assert admitted_at(1) == before[0]
-    finished = subprocess.run(
-        command('run', tenant.account, container, '--policy', 'bulk',
-                '--settle', '1', '--lock-ttl', '6'),
-        env=run_env(), cwd=ROOT, capture_output=True, text=True,
-        timeout=300)
-    assert finished.returncode == 0, finished.stderr
+    run_to_the_end(tenant.account, container)
     # each object at least read once and written to bulk's two replicas
     # (its copy), then deleted from standard's three
     assert admitted_at(1) - before[0] >= 5 * (1 + 2 + 3)
