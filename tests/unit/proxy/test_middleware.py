@@ -131,9 +131,9 @@ def test_bad_default_priority_stops_startup(value):
 
 
 def test_registers_in_info():
-    make({'default_priority': '3'})
+    make({'default_priority': '3', 'background_priority': '2'})
     info = registry.get_swift_info()['mass']
-    assert info['default_priority'] == 3
+    assert (info['default_priority'], info['background_priority']) == (3, 2)
     assert (info['priority_min'], info['priority_max']) == (0, 9)
     # which Mass a proxy runs, for an operator checking a rollout
     assert info['version'] == swift_mass.__version__
