@@ -51,6 +51,9 @@ import sys
 import threading
 import time
 
+from redis.exceptions import RedisError
+from swiftclient.exceptions import ClientException
+
 from swift_mass.cli import client, output
 from swift_mass.cli.migrate.decisions import (
     MigrationError, is_ours, resolve_target)
@@ -61,6 +64,10 @@ LOG_ROUTE = 'mass-auto-migrate'
 # the longest a move runs on once its tenant's policy stopped asking for
 # it, when auto_migrate_interval is longer (a read of the table each time)
 WATCH_SECONDS = 5.0
+# a pass that fails on these met a cluster or a store that is down or
+# refuses (requests' errors are OSErrors): one line, as Swift's daemons
+# log them; anything else is a bug, logged with its traceback
+UNAVAILABLE = (OSError, ClientException, MigrationError, RedisError)
 
 
 def due_tenants(table, now, conf):
@@ -218,10 +225,12 @@ class AutoMigrator(object):
     def run_forever(self):
         while True:
             started = self.clock()
+            # the next pass reads everything again
             try:
                 self.run_once()
+            except UNAVAILABLE as err:
+                self.logger.error('auto-migrate pass failed: %s', err)
             except Exception:
-                # the next pass reads everything again
                 self.logger.exception('auto-migrate pass failed')
             self.sleep(max(0.0, self.conf.interval -
                            (self.clock() - started)))

@@ -288,8 +288,27 @@ def test_a_pass_that_fails_never_stops_the_daemon(caplog):
     with pytest.raises(KeyboardInterrupt):
         mover.run_forever()
     assert len(slept) == 2
-    assert caplog.text.count('auto-migrate pass failed') == 2
-    assert 'Redis is down' in caplog.text
+    assert caplog.text.count('auto-migrate pass failed: Redis is down') == 2
+    # a store or cluster that is down is one line, not a traceback
+    assert 'Traceback' not in caplog.text
+
+
+def test_a_pass_that_meets_a_bug_logs_its_traceback(caplog):
+    cluster = Cluster()
+
+    class Broken(LocalStore):
+        def get_table(self):
+            raise KeyError('no such field')
+    cluster.store = Broken()
+    mover = cluster.mover()
+
+    def sleep(seconds):
+        raise KeyboardInterrupt  # the test's way out
+    mover.sleep = sleep
+    with pytest.raises(KeyboardInterrupt):
+        mover.run_forever()
+    assert 'auto-migrate pass failed' in caplog.text
+    assert 'Traceback' in caplog.text and 'no such field' in caplog.text
 
 
 # --- a tenant whose policy changes while it moves --------------------------
