@@ -75,10 +75,10 @@ MIGRATING_MARK_HEADER = 'X-Mass-Migrating'
 # replica is empty before it deletes a container it emptied), one response
 # header per replica: REPLICA_RESPONSE_PREFIX + its number, its value
 # "<status> <object count> <storage policy index>" (replica_value).  On a
-# reseller admin's container GET: answer with each primary's listing, a
-# JSON list of {"status": <status>, "objects": [its rows]}, a page of each
-# after the request's marker (swift-mass migrate finds there the rows of
-# its own deletes that one replica still lists).
+# reseller admin's container GET: answer with the same headers and the
+# union of the primaries' listings, a Swift listing paged by marker and
+# limit (swift-mass migrate finds there the rows of its own deletes that
+# one replica still lists).
 REPLICAS_REQUEST_HEADER = 'X-Mass-Replicas'
 REPLICA_RESPONSE_PREFIX = 'X-Mass-Replica-'
 # On a reseller admin's account HEAD: answer with the policy this proxy

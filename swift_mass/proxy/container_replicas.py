@@ -37,8 +37,8 @@ Swift's own authorisation allowed it: 200, with a header per primary
 (:func:`swift_mass.tags.replica_value`) from a direct HEAD of each; its
 GET, 200 with the same headers and the union of the primaries' listings
 (:func:`merged_listing`), a page after the request's ``marker`` of at
-most ``limit`` rows (Swift's listing limit by default), from a direct GET
-of each.  The union is a container listing as Swift's, row for row, so
+most ``limit`` rows (taken as Swift's listing takes them), from a direct
+GET of each.  The union is a container listing as Swift's, row for row, so
 the middlewares left of Mass that rewrite listings (slo, symlink,
 listing_formats) read it as they read Swift's, and a client pages through
 it as through Swift's (``marker``: the last name; a short page is the
@@ -51,7 +51,8 @@ import json
 from swift.common.constraints import CONTAINER_LISTING_LIMIT
 from swift.common.direct_client import direct_get_container, \
     direct_head_container
-from swift.common.swob import HTTPBadRequest, HTTPOk, Request, wsgi_to_str
+from swift.common.request_helpers import constrain_req_limit, get_param
+from swift.common.swob import HTTPException, HTTPOk, Request, wsgi_to_str
 from swift.common.utils import Timestamp, split_path
 
 from swift_mass import tags
@@ -97,16 +98,14 @@ class ContainerReplicas(object):
         account, container = wsgi_to_str(account), wsgi_to_str(container)
         if env['REQUEST_METHOD'] == 'GET':
             req = Request(env)
+            # the limit and marker as Swift's container listing takes them
             try:
-                limit = int(req.params.get('limit', CONTAINER_LISTING_LIMIT))
-            except ValueError:
-                limit = 0
-            if not 0 < limit <= CONTAINER_LISTING_LIMIT:
-                return HTTPBadRequest(
-                    request=req, body='limit must be from 1 to %d' %
-                    CONTAINER_LISTING_LIMIT)(env, start_response)
-            answers, listings = self.listings(
-                account, container, req.params.get('marker', ''), limit)
+                limit = constrain_req_limit(req, CONTAINER_LISTING_LIMIT)
+                marker = get_param(req, 'marker', '')
+            except HTTPException as refusal:
+                return refusal(env, start_response)
+            answers, listings = self.listings(account, container, marker,
+                                              limit)
             return HTTPOk(
                 headers=replica_headers(answers),
                 body=json.dumps(merged_listing(listings, limit)).encode(

@@ -28,6 +28,19 @@ def _lower(headers):
     return {k.lower(): v for k, v in headers.items()}
 
 
+def _replica_answers(headers):
+    """``[(status, object count, policy index)]`` of each replica, from
+    the headers the mass filter answers with; None if there are none (a
+    proxy without a mass filter that shows them)."""
+    prefix = tags.REPLICA_RESPONSE_PREFIX.lower()
+    found = sorted((int(k[len(prefix):]), v)
+                   for k, v in _lower(headers).items()
+                   if k.startswith(prefix))
+    if not found:
+        return None
+    return [tags.parse_replica_value(value) for _, value in found]
+
+
 class Account(object):
     """The tenant's account: ``connect()`` returns a swiftclient Connection
     on it (one per thread: they are not thread-safe).  ``lock`` is the
@@ -166,14 +179,8 @@ class Account(object):
         mass filter asks them for a reseller admin:
         swift_mass.proxy.container_replicas); None if the proxy did not
         say (a proxy without a mass filter that shows them)."""
-        headers = _lower(self.conn.head_container(container, headers={
-            tags.REPLICAS_REQUEST_HEADER: 'true'}))
-        prefix = tags.REPLICA_RESPONSE_PREFIX.lower()
-        found = sorted((int(k[len(prefix):]), v) for k, v in headers.items()
-                       if k.startswith(prefix))
-        if not found:
-            return None
-        return [tags.parse_replica_value(value) for _, value in found]
+        return _replica_answers(self.conn.head_container(
+            container, headers={tags.REPLICAS_REQUEST_HEADER: 'true'}))
 
     def rows_of_every_replica(self, container):
         """Every row that some replica of ``container`` lists, the newest
@@ -186,8 +193,7 @@ class Account(object):
         headers, rows = self.conn.get_container(
             container, full_listing=True,
             headers={tags.REPLICAS_REQUEST_HEADER: 'true'})
-        prefix = tags.REPLICA_RESPONSE_PREFIX.lower()
-        if not any(key.lower().startswith(prefix) for key in headers):
+        if _replica_answers(headers) is None:
             raise MigrationError(
                 'the proxy does not show the listing of each replica of %s '
                 '(its mass filter is older than this command)' % container)

@@ -202,9 +202,19 @@ def test_slo_and_symlink_read_the_union_as_swifts_listing():
     assert shown['s']['symlink_path'] == '/v1/AUTH_t/c/t'
 
 
-@pytest.mark.parametrize('limit', ['0', '10001', 'x'])
-def test_a_bad_limit_gets_400(limit):
-    mass, app = make(ANSWERS, {'sdb1': [], 'sdb2': [], 'sdb3': []})
-    resp = ask(mass, '/v1/AUTH_t/c?limit=' + limit, method='GET')
+def test_limit_and_marker_are_taken_as_swifts_listing_takes_them():
+    asked = []
+    mass, app = make(ANSWERS, {'sdb1': [row('a')], 'sdb2': [], 'sdb3': []},
+                     asked)
+    resp = ask(mass, '/v1/AUTH_t/c?limit=10001', method='GET')
+    assert resp.status_int == 412
+    assert b'Maximum limit is 10000' in resp.body
+    resp = ask(mass, '/v1/AUTH_t/c?marker=%FF', method='GET')
     assert resp.status_int == 400
-    assert b'limit must be from 1 to 10000' in resp.body
+    assert asked == []  # no replica asked
+    # not a number: Swift's default
+    resp = ask(mass, '/v1/AUTH_t/c?limit=x', method='GET')
+    assert json.loads(resp.body) == [row('a')]
+    assert asked[-1][2] == 10000
+    resp = ask(mass, '/v1/AUTH_t/c?limit=0', method='GET')
+    assert json.loads(resp.body) == []
