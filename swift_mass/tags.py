@@ -59,6 +59,15 @@ URGENT = 'true'
 BATCH_HEADER = 'X-Backend-Mass-Batch'
 BATCH_ENV = environ_key(BATCH_HEADER)
 BATCH = 'true'
+# Only on a move's object writes that keep the version a reader sees
+# (``swift-mass migrate``'s fences, its deletes of a version its staging
+# container holds, and its restores: KEEPS_VERSION_REQUEST_HEADER): the
+# object servers give the object no new generation, so bodies cached
+# before the move stay hits through it (docs/cache.md, "A move keeps
+# cached bodies").
+KEEPS_VERSION_HEADER = 'X-Backend-Mass-Keeps-Version'
+KEEPS_VERSION_ENV = environ_key(KEEPS_VERSION_HEADER)
+KEEPS_VERSION = 'true'
 
 # The object server's WSGI environ: the priority and class ``mass_queue``
 # took from the tags, for what runs right of it.  (The proxy filter keeps
@@ -95,6 +104,10 @@ WORKER_RESPONSE_HEADER = 'X-Mass-Worker'
 # not the tenant's workload, so it is not counted in the tenant's window.
 # The filter takes it out of every request; anyone else's is counted.
 OPERATOR_REQUEST_HEADER = 'X-Mass-Operator'
+# With OPERATOR_REQUEST_HEADER, on a move's object write that leaves what a
+# client reads of the object as it was: tagged KEEPS_VERSION_HEADER once
+# Swift found the request is a reseller admin's.
+KEEPS_VERSION_REQUEST_HEADER = 'X-Mass-Keeps-Version'
 # On an account: the tenant's requests get mass_queue's reserved slots.
 URGENT_MARK_HEADER = 'X-Mass-Urgent'
 # On an account: Mass leaves the tenant's requests as Swift alone would

@@ -17,7 +17,9 @@ before the object server answers
 (:meth:`.writer.GenerationWriter.bump`), so every write is covered,
 whoever sent it: a proxy with or without ``mass``, Swift's own daemons
 (object-expirer, reaper, reconciler, container-sync) through their
-internal clients.  A proxy's cache stores a body with the generation it
+internal clients; only a move's writes that keep the version a reader
+sees are not (``X-Backend-Mass-Keeps-Version``: docs/cache.md, "A move
+keeps cached bodies").  A proxy's cache stores a body with the generation it
 read before the body was fetched, only if the generation is still the same
 once the whole body arrived, and serves it only while it is
 (:meth:`.reader.GenerationReader.read`); the write's X-Timestamp is

@@ -27,15 +27,20 @@ MAYBE = 'maybe'
 SURELY = 'surely'
 
 
-def is_bumped(method, replication):
+def is_bumped(method, replication, keeps_version=False):
     """Whether a request to an object is a write whose object gets a new
     generation: a PUT, POST or DELETE not sent by replication (which moves
-    versions that were written already).
+    versions that were written already) nor by a move that keeps the
+    version (docs/cache.md, "A move keeps cached bodies").
 
     :param replication: the request is tagged ``X-Backend-Replication:
         true``
+    :param keeps_version: the request is tagged
+        ``X-Backend-Mass-Keeps-Version: true`` (only the proxies' ``mass``
+        sets it, on a reseller admin's write of ``swift-mass migrate``)
     """
-    return method in WRITE_METHODS and not replication
+    return method in WRITE_METHODS and not replication and \
+        not keeps_version
 
 
 def written(method, status):

@@ -305,9 +305,17 @@ class MassQueueMiddleware(object):
     def _app_for(self, env, method, account, key):
         """The object server, or for a client's object write, the object
         server with a generation bump (replication moves versions that
-        were written already)."""
-        if self.generations is None or key is None or not bumps.is_bumped(
-                method, config_true_value(env.get(REPLICATION_ENV))):
+        were written already; a move's write may keep the version)."""
+        if self.generations is None or key is None:
+            return self.app
+        keeps_version = env.get(tags.KEEPS_VERSION_ENV) == tags.KEEPS_VERSION
+        if not bumps.is_bumped(
+                method, config_true_value(env.get(REPLICATION_ENV)),
+                keeps_version):
+            if keeps_version and method in bumps.WRITE_METHODS:
+                metrics.increment(
+                    self.logger, 'generations.kept_version', 'generations',
+                    {'event': 'kept_version'})
             return self.app
         return functools.partial(
             bumps.BumpedWrite(self.app, self.generations, self.logger),

@@ -217,6 +217,8 @@ class MassMiddleware(object):
             tags.POLICY_REQUEST_HEADER), None)
         operators_work = config_true_value(env.pop(tags.environ_key(
             tags.OPERATOR_REQUEST_HEADER), None))
+        keeps_version = config_true_value(env.pop(tags.environ_key(
+            tags.KEEPS_VERSION_REQUEST_HEADER), None))
         if tags.strip_client_tags(env):
             metrics.increment(self.logger, 'forged_tags', 'forged_tags')
         tenant = tenant_of(env.get('PATH_INFO', ''))
@@ -228,7 +230,8 @@ class MassMiddleware(object):
 
         if self.conf.control_loop:
             self._ensure_loop(env)
-        request = MassRequest(self, env, tenant, operators_work)
+        request = MassRequest(self, env, tenant, operators_work,
+                              keeps_version)
         for mark, sent in sent_marks.items():
             mark.take(env, sent)
         refusal = request.authorization.settle()

@@ -76,13 +76,17 @@ class MassRequest(WSGIContext):
     that serves it: its configuration, control loop and lookups;
     ``operators_work``: whether it came with
     :data:`~swift_mass.tags.OPERATOR_REQUEST_HEADER` (counted all the same
-    unless Swift finds it is a reseller admin's).
+    unless Swift finds it is a reseller admin's); ``keeps_version``:
+    whether it came with :data:`~swift_mass.tags.KEEPS_VERSION_REQUEST_HEADER`
+    (tagged only on such work).
     """
 
-    def __init__(self, mass, env, tenant, operators_work=False):
+    def __init__(self, mass, env, tenant, operators_work=False,
+                 keeps_version=False):
         super(MassRequest, self).__init__(mass.app)
         self.mass = mass
         self.operators_work = operators_work
+        self.keeps_version = keeps_version
         self.env = env
         self.tenant = tenant
         self.is_object = object_of(env['PATH_INFO'])
@@ -146,6 +150,9 @@ class MassRequest(WSGIContext):
             # a move's copies and deletes would otherwise take the device
             # time the tenant's own requests wait for
             env[tags.PRIORITY_ENV] = self.mass.background_priority_header
+            if self.keeps_version and self.is_object:
+                # read by mass_queue on object writes only
+                env[tags.KEEPS_VERSION_ENV] = tags.KEEPS_VERSION
         else:
             env[tags.PRIORITY_ENV] = self.mass.priority_header
             if self.urgent:

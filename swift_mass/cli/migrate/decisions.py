@@ -69,6 +69,13 @@ FENCE_DELETE_AT_FLOOR = 9000000000
 FENCE_DELETE_AT_CEILING = 9999999999
 # the content type of a probe, a zero-byte object
 PROBE_TYPE = 'application/x-mass-migrate-probe'
+# On the writes to C that leave what a reader of an object sees as it was
+# (the fence, the DELETE of the fenced version, whose copy S holds, the
+# removal of a fence, the restore of S's copy): the object servers bump no
+# generation for them, so the proxies' cached bodies stay hits through the
+# move (docs/cache.md, "A move keeps cached bodies").  Not on a probe: it
+# is made where a client wrote.
+KEEPS_VERSION = {tags.KEEPS_VERSION_REQUEST_HEADER: 'true'}
 # what copy_object and delete_object found; CHANGED: a client wrote the
 # object after the version to delete, metadata included (its fence or
 # its DELETE was refused)

@@ -20,11 +20,11 @@ from swift.common.utils import Timestamp
 from swiftclient.exceptions import ClientException
 
 from swift_mass.cli.migrate.decisions import (
-    ABSENT, CHANGED, COPIED, COPY, DELETE, DELETED, FENCE, GONE, KINDS, NEWER,
-    PASSES, PROBE, PROBE_TYPE, UNFENCE, MigrationError, copy_query,
-    fence_delete_at, fence_headers, fingerprint, http_status, in_copy_order,
-    is_fenced, is_ours, kind_of, listed_version, listing_kind, mismatches,
-    stamp)
+    ABSENT, CHANGED, COPIED, COPY, DELETE, DELETED, FENCE, GONE, KEEPS_VERSION,
+    KINDS, NEWER, PASSES, PROBE, PROBE_TYPE, RESTORE, UNFENCE, MigrationError,
+    copy_query, fence_delete_at, fence_headers, fingerprint, http_status,
+    in_copy_order, is_fenced, is_ours, kind_of, listed_version, listing_kind,
+    mismatches, stamp)
 
 
 class ObjectMover(object):
@@ -70,8 +70,10 @@ class ObjectMover(object):
             try:
                 self.account.conn.put_object(
                     dest, name, b'', content_length=0,
-                    headers={'X-Copy-From': path,
-                             'X-Timestamp': stamp(version, self.base, role)},
+                    headers=dict(
+                        {'X-Copy-From': path,
+                         'X-Timestamp': stamp(version, self.base, role)},
+                        **(KEEPS_VERSION if role == RESTORE else {})),
                     query_string=copy_query(kind))
                 break
             except ClientException as err:
@@ -125,6 +127,9 @@ class ObjectMover(object):
         headers = {'X-Timestamp': stamp(version, self.base, role)}
         if fence is not None:
             headers['X-If-Delete-At'] = str(fence)
+            # deletes only the fenced version, whose copy the staging
+            # container holds
+            headers.update(KEEPS_VERSION)
         self.account.lock.check()
         try:
             self.account.conn.delete_object(container, name, headers=headers)
@@ -174,6 +179,7 @@ class ObjectMover(object):
             raise
         headers = fence_headers(staged, self.fence)
         headers['X-Timestamp'] = stamp(version, self.base, FENCE)
+        headers.update(KEEPS_VERSION)
         refused = self._post(container, name, headers)
         if refused == ABSENT or (refused and not fenced_before):
             return refused
@@ -197,6 +203,7 @@ class ObjectMover(object):
         headers = fence_headers(staged, staged.get('x-delete-at'))
         headers['X-Timestamp'] = stamp(current['x-timestamp'], self.base,
                                        UNFENCE)
+        headers.update(KEEPS_VERSION)
         # a client's later write (409) keeps its own metadata
         return self._post(container, name, headers) is None
 

@@ -31,6 +31,12 @@ def test_only_object_writes_not_from_replication_are_bumped(
     assert bumps.is_bumped(method, replication) is bumped
 
 
+@pytest.mark.parametrize('method', ['PUT', 'POST', 'DELETE'])
+def test_a_moves_write_that_keeps_the_version_is_not_bumped(method):
+    assert bumps.is_bumped(method, False, keeps_version=False)
+    assert not bumps.is_bumped(method, False, keeps_version=True)
+
+
 @pytest.mark.parametrize('method, status, what', [
     ('PUT', 201, bumps.SURELY), ('POST', 202, bumps.SURELY),
     ('DELETE', 204, bumps.SURELY),

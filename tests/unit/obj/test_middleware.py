@@ -28,6 +28,7 @@ from swift.common.swob import Request
 from swift.common.utils import Timestamp, load_recon_cache
 from swift.common.wsgi import loadapp
 
+from swift_mass import tags
 from swift_mass.obj import device_queue
 from swift_mass.conf import ConfigError, QueueConf
 from swift_mass.generations import object_key
@@ -884,6 +885,20 @@ def test_a_write_of_a_tenant_without_cache_or_merge_costs_no_redis_call():
     before = gens.read(OBJECT_KEY, 'AUTH_t')[0]
     write(mw)
     assert calls and gens.read(OBJECT_KEY, 'AUTH_t')[0] != before
+
+
+@pytest.mark.parametrize('method', ['PUT', 'POST', 'DELETE'])
+def test_a_moves_write_that_keeps_the_version_keeps_the_generation(method):
+    mw, server, gens = bumping()
+    before = gens.read(OBJECT_KEY, 'AUTH_t')[0]
+    assert write(mw, method, {tags.KEEPS_VERSION_HEADER: 'true'}
+                 ).status_int // 100 == 2
+    assert gens.read(OBJECT_KEY, 'AUTH_t')[0] == before
+    assert mw.logger.counts['generations.kept_version'] == 1
+    # any other value is no tag: the write is bumped
+    assert write(mw, method, {tags.KEEPS_VERSION_HEADER: 'yes'}
+                 ).status_int // 100 == 2
+    assert gens.read(OBJECT_KEY, 'AUTH_t')[0] != before
 
 
 @pytest.mark.parametrize('name', ['\u00f8x', '\u00f8x\u55a0y'])

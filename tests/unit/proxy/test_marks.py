@@ -202,6 +202,30 @@ def test_an_operators_own_work_has_the_background_priority_and_no_urgency():
     assert last_headers(accounts)['X-Backend-Mass-Priority'] == '5'
 
 
+def test_only_an_operators_move_write_says_it_keeps_the_version():
+    """mass_queue bumps no generation for a write tagged
+    X-Backend-Mass-Keeps-Version: a client that could set it would keep
+    stale bodies in every proxy's cache."""
+    mass, accounts, _ = make()
+    keeps = {'X-Mass-Operator': 'true', 'X-Mass-Keeps-Version': 'true'}
+    for method in ('PUT', 'POST', 'DELETE'):
+        get(mass, method=method, headers=keeps, reseller_request=True)
+        assert last_headers(accounts)['X-Backend-Mass-Keeps-Version'] == \
+            'true'
+    forged = dict(keeps, **{'X-Backend-Mass-Keeps-Version': 'true'})
+    for headers, environ in (
+            (keeps, {}),  # the tenant
+            (forged, {}),
+            ({'X-Mass-Keeps-Version': 'true'}, {'reseller_request': True}),
+            ({'X-Mass-Operator': 'true'}, {'reseller_request': True})):
+        get(mass, method='PUT', headers=headers, **environ)
+        assert 'X-Backend-Mass-Keeps-Version' not in last_headers(accounts)
+    # a container's write is no object's
+    get(mass, '/v1/AUTH_u/c', method='PUT', headers=keeps,
+        reseller_request=True)
+    assert 'X-Backend-Mass-Keeps-Version' not in last_headers(accounts)
+
+
 def test_the_background_priority_is_configurable():
     mass, accounts, _ = make(background_priority='0', default_priority='7')
     get(mass, headers={'X-Mass-Operator': 'true'}, reseller_request=True)
