@@ -288,13 +288,19 @@ class ObjectMover(object):
                     'e.g. expired, leaves the listing when the object '
                     'expirer runs): run again later' % (
                         still(len(todo)), PASSES))
-            copies = self.copy_all(source, dest, in_copy_order(todo), what,
-                                   role)
-            for name, (outcome, _version) in copies.items():
-                if outcome == COPIED:
-                    summary[counted] += 1
-                elif outcome == NEWER:
-                    later.add(name)
+            self.copy_listed(source, dest, todo, what, summary, counted,
+                             later, role)
+
+    def copy_listed(self, source, dest, todo, what, summary, counted,
+                    later=None, role=COPY):
+        """Copy the listing entries ``todo`` once: :meth:`copy_passes`'s
+        pass, unverified."""
+        copies = self.copy_all(source, dest, in_copy_order(todo), what, role)
+        for name, (outcome, _version) in copies.items():
+            if outcome == COPIED:
+                summary[counted] += 1
+            elif outcome == NEWER:
+                later.add(name)
 
     def copy_all(self, source, dest, entries, what, role=COPY):
         return self.parallel(lambda name: self.copy_object(

@@ -100,18 +100,27 @@ class CopyPhase(Phase):
                 'staging container %s exists in policy %s, not %s: it is '
                 'not this migration\'s' % (staging, got, journal.target))
         self.take_headers(journal)
-        # writes admitted before the mark reached every proxy (container
+
+        def differing():
+            return not_in(self.account.listing(container),
+                          index(self.account.listing(staging)))
+        # Writes admitted before the mark reached every proxy (container
         # info is cached) or still uploading must land before the final
-        # listing below, or they would be copied only by the empty phase
+        # listing below, or they would be copied only by the empty phase.
+        # Only that listing waits for them: what C holds now is copied
+        # meanwhile (a move started by auto-migrate copied nothing for
+        # the first 60 s of its tenant's new workload), and the passes
+        # after the wait copy what changed.
+        if marked_at + self.settle > self.account.clock():
+            self.objects.copy_listed(container, staging, differing(),
+                                     'copy', summary, 'copied')
         wait = marked_at + self.settle - self.account.clock()
         if wait > 0:
             self.progress('%s: waiting %ds for writes in flight' % (
                 container, wait))
             self.account.sleep(wait)
         self.objects.copy_passes(
-            container, staging, lambda: not_in(
-                self.account.listing(container),
-                index(self.account.listing(staging))),
+            container, staging, differing,
             'copy', lambda left: '%s: %d objects still differ in %s' % (
                 container, left, staging), summary, 'copied')
         # S holds a verified copy of every object of C: from here on S is

@@ -1073,6 +1073,41 @@ def assert_moved_but(swift, before, gone=(), replaced=None):
     assert set(swift.containers) == {'c', 'segs'}
 
 
+def test_the_copy_starts_at_once_and_lists_again_after_the_settle():
+    """What C holds is copied as soon as C is marked; only the listing
+    that ends the copy phase waits ``settle`` seconds for writes admitted
+    before the mark reached every proxy, and what they wrote is moved."""
+    swift = FakeSwift()
+    populate(swift, n=4)
+    before = snapshot(swift, 'c')
+    client = without_mass(swift)
+    copied_at = []
+
+    def first_copy(method, container, name):
+        if container == migrate.staging_name('c') and not copied_at:
+            copied_at.append(swift.now)
+    marked = []
+
+    def sleep(seconds):
+        if seconds > 20 and 'late' not in swift.containers['c']['objects']:
+            # the wait ends 30 s after C was marked
+            marked.append(swift.now + seconds - 30)
+            # in flight when the mark was set: a proxy admitted them
+            client.put_object('c', 'obj002', b'written late')
+            client.put_object('c', 'late', b'new late')
+        swift.sleep(seconds)
+    m = migrate.Migrator(lambda: Hooked(swift, first_copy), 'bulk',
+                         [].append, workers=1, settle=30, sleep=sleep,
+                         clock=swift.clock)
+    assert m.run('c')['status'] == 'moved'
+    assert copied_at[0] < marked[0] + 30
+    objects = swift.containers['c']['objects']
+    assert objects['late']['body'] == b'new late'
+    del before['obj002']
+    assert_moved_but(swift, dict(before, late=snapshot(swift, 'c')['late']),
+                     replaced={'obj002': b'written late'})
+
+
 def test_client_writes_after_the_copy_hold():
     """A DELETE and a PUT through a proxy without Mass once every object
     is staged: the deleted object is not restored, the new one is moved."""
