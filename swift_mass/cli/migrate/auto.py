@@ -298,9 +298,10 @@ class AutoMigrator(object):
         for name in sorted(set(planner.account.journals()) - set(names)):
             rows.append(planner.plan(name))  # a move under way
         for name in names:
-            if objects[name] > self.conf.max_objects or \
-                    now - self.failed.get((tenant, name), -1e18) < \
-                    self.conf.after:
+            failed_at = self.failed.get((tenant, name))
+            if objects[name] > self.conf.max_objects or (
+                    failed_at is not None and
+                    now - failed_at < self.conf.after):
                 continue
             rows.append(planner.plan(name))
             if rows[-1].get('move') == 'yes':

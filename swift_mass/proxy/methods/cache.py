@@ -109,8 +109,12 @@ CACHE_HEADER = tags.CACHE_RESPONSE_HEADER
 S3API_SOURCE = 'S3'
 # Objects a worker found it cannot cache (manifests, symlinks,
 # too large...), remembered with their generation so that their reads skip
-# the body store's round trip until someone writes them.
+# the body store's round trip until someone writes them, or for at most
+# UNCACHEABLE_SECONDS: a move's fence gives an object an X-Delete-At, and
+# takes it away, without a new generation (docs/cache.md, "A move keeps
+# cached bodies"), and a read in between must not keep it uncached.
 UNCACHEABLE_MEMO = 10000
+UNCACHEABLE_SECONDS = 60
 
 # Backend headers a request may carry on a hit: Mass's own tags, and the
 # two that only matter for metadata a cached object never has (or that
@@ -264,7 +268,8 @@ class CacheMethod(base.Method):
         # key -> the generation under which it was found uncacheable;
         # forgetting one only costs a lookup, so worker-local and bounded
         # is enough
-        self._uncacheable = cachetools.LRUCache(UNCACHEABLE_MEMO)
+        self._uncacheable = cachetools.TTLCache(
+            UNCACHEABLE_MEMO, UNCACHEABLE_SECONDS, timer=time.monotonic)
 
     @classmethod
     def from_conf(cls, app, mass_conf, logger, policy_of=None):

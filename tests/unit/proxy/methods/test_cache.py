@@ -1022,6 +1022,28 @@ def test_an_uncacheable_object_costs_one_store_round_trip_less(prefix):
     cached(mass, swift)
 
 
+def test_an_object_found_uncacheable_is_tried_again_after_a_while(
+        prefix, monkeypatch):
+    """A move's fence gives an object an X-Delete-At (never cached) and
+    its restore takes it away, and neither bumps its generation: a read
+    in that moment must not keep the object uncached in its worker for as
+    long as the generation lasts (a day)."""
+    now = [1000.0]
+    monkeypatch.setattr(cache.time, 'monotonic', lambda: now[0])
+    swift = Swift()
+    mass, _, _ = make(prefix, swift)
+    swift.write(PATH, BODY, {'X-Delete-At': '9123456789'})
+    assert call(mass).headers['X-Mass-Cache'] == 'miss'
+    assert mass.methods.cache._uncacheable
+    # as the move's restore leaves it: the same version, no X-Delete-At,
+    # the same generation
+    swift.write(PATH, BODY, {})
+    now[0] += cache.UNCACHEABLE_SECONDS - 1
+    assert call(mass).headers['X-Mass-Cache'] == 'miss'
+    now[0] += 2
+    cached(mass, swift)
+
+
 def test_range_and_conditional_misses_are_passed_on_not_stored(prefix):
     swift = Swift()
     mass, _, logger = make(prefix, swift)
