@@ -161,46 +161,42 @@ build_rings() {
         return 0
     fi
     local cached=$RING_CACHE/$want
-    if [ -f "$cached/object-2.ring.gz" ]; then
-        say "rings of this spec built before: copied from $cached"
-        (
-            cd "$SWIFT_DIR"
-            rm -f ./*.builder ./*.ring.gz backups/*.builder backups/*.ring.gz
-            rm -f ./mass-devices.json
-            cp -p "$cached"/* .
-        ) || die "copying the rings from $cached failed"
-        echo "$want" >"$RINGS_STAMP"
-        SETUP_CHANGED=1
-        return 0
-    fi
-    say "building rings (part power 10, min_part_hours 1)"
     (
         cd "$SWIFT_DIR"
         rm -f ./*.builder ./*.ring.gz backups/*.builder backups/*.ring.gz
         # the devices' probed speeds were of the rings' devices before
         rm -f ./mass-devices.json
-        local name power replicas hours devs dev rc
-        while read -r name power replicas hours devs; do
-            swift-ring-builder "$name" create "$power" "$replicas" "$hours" >/dev/null
-            for dev in $devs; do
-                case $dev in
-                    *=*) swift-ring-builder "$name" add "${dev%=*}" "${dev##*=}" >/dev/null ;;
-                    *) swift-ring-builder "$name" add "$dev" 1 >/dev/null ;;
-                esac
-            done
-            rc=0
-            swift-ring-builder "$name" rebalance --seed 1 >/dev/null || rc=$?
-            # 1 = EXIT_WARNING (e.g. balance not perfect): the ring is written
-            [ "$rc" -le 1 ] || { echo "saio: ERROR: swift-ring-builder $name rebalance failed (rc=$rc)" >&2; exit 1; }
-        done < <(ring_spec)
-    ) || die "ring building failed"
-    # as built, before any test or operator changes a weight
-    rm -rf "$cached" && mkdir -p "$cached" &&
-        cp -p "$SWIFT_DIR"/*.builder "$SWIFT_DIR"/*.ring.gz "$cached"/ ||
-        warn "could not keep the rings in $cached"
+    ) || die "removing the old rings failed"
+    if [ -f "$cached/object-2.ring.gz" ]; then
+        say "rings of this spec built before: copied from $cached"
+        cp -p "$cached"/* "$SWIFT_DIR"/ || die "copying the rings from $cached failed"
+    else
+        say "building rings (part power 10, min_part_hours 1)"
+        (
+            cd "$SWIFT_DIR"
+            local name power replicas hours devs dev rc
+            while read -r name power replicas hours devs; do
+                swift-ring-builder "$name" create "$power" "$replicas" "$hours" >/dev/null
+                for dev in $devs; do
+                    case $dev in
+                        *=*) swift-ring-builder "$name" add "${dev%=*}" "${dev##*=}" >/dev/null ;;
+                        *) swift-ring-builder "$name" add "$dev" 1 >/dev/null ;;
+                    esac
+                done
+                rc=0
+                swift-ring-builder "$name" rebalance --seed 1 >/dev/null || rc=$?
+                # 1 = EXIT_WARNING (e.g. balance not perfect): the ring is written
+                [ "$rc" -le 1 ] || { echo "saio: ERROR: swift-ring-builder $name rebalance failed (rc=$rc)" >&2; exit 1; }
+            done < <(ring_spec)
+        ) || die "ring building failed"
+        # as built, before any test or operator changes a weight
+        rm -rf "$cached" && mkdir -p "$cached" &&
+            cp -p "$SWIFT_DIR"/*.builder "$SWIFT_DIR"/*.ring.gz "$cached"/ ||
+            warn "could not keep the rings in $cached"
+    fi
     echo "$want" >"$RINGS_STAMP"
     SETUP_CHANGED=1
-    say "rings built: $(cd "$SWIFT_DIR" && echo ./*.ring.gz | sed 's|\./||g')"
+    say "rings in place: $(cd "$SWIFT_DIR" && echo ./*.ring.gz | sed 's|\./||g')"
 }
 
 mount_storage() {  # returns 1 if the XFS image could not be mounted
